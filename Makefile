@@ -1,0 +1,18 @@
+# iolab — `make demo` runs the main job, `make test` runs the tests; both install what is missing.
+.PHONY: deps test demo lint clean
+
+deps:
+	scripts/install-deps
+
+test: deps
+	scripts/run-tests -q
+
+demo: deps
+	scripts/demo
+
+lint: deps
+	.venv/bin/ruff check src tests bench
+	.venv/bin/mypy
+
+clean:
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache

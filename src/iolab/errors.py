@@ -1,0 +1,61 @@
+"""Errors a user can cause, each mapped to one documented exit code (docs/exit-codes.md).
+
+The CLI prints `iolab: <message>` on one line and exits with `exit_code`; nothing else
+in the package prints or exits.
+"""
+
+from __future__ import annotations
+
+# Exit codes shared by every command.  Keep docs/exit-codes.md in step.
+EXIT_OK = 0
+EXIT_INTERNAL = 1  # a bug in iolab: the only case that shows a traceback (with IOLAB_DEBUG=1)
+EXIT_BAD_INPUT = 2  # unreadable / unrecognised / invalid input file, plan, selector or option
+EXIT_REFUSED = 3  # a safety rule refused to touch the machine (mounted device, root disk, ...)
+EXIT_LAB_FAILED = 4  # the lab could not run (missing tool, kernel refused a setting)
+EXIT_INTERRUPTED = 5  # Ctrl-C / SIGTERM: the machine was restored, finished samples are kept
+# compare / ab in --ci mode
+EXIT_REGRESSION = 10  # at least one KPI regressed
+EXIT_INCONCLUSIVE = 11  # no KPI regressed but at least one has no verdict yet
+
+
+class IolabError(Exception):
+    """Base of every error that reaches the user as one line and an exit code."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class IngestError(IolabError):
+    """An input that is not a result iolab can read: names the source and what is wrong."""
+
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__(f"{source}: {message}")
+        self.source = source
+        self.reason = message
+
+
+class PlanError(IolabError):
+    """An invalid plan file; the message points at the key and its line."""
+
+
+class SelectorError(IolabError):
+    """A sample selector that does not parse or selects nothing."""
+
+
+class StoreError(IolabError):
+    """The results store cannot be opened or is not an iolab store."""
+
+
+class RefusedError(IolabError):
+    """A safety rule refused an operation on the machine."""
+
+    exit_code = EXIT_REFUSED
+
+
+class LabError(IolabError):
+    """The lab could not do what the plan asks (missing tool, setting refused)."""
+
+    exit_code = EXIT_LAB_FAILED

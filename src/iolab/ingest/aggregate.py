@@ -1,0 +1,113 @@
+"""Result-level metrics from per-job metrics, the way fio's group report combines jobs.
+
+Sums for rates and totals; min/max/mean/stddev of latency combine exactly from each job's
+(N, mean, stddev); percentiles only from one job or from merged histogram bins — an average
+of percentiles is not a percentile, so when neither is available none is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from iolab.model.metrics import IO_DIRECTIONS, LATENCY_KINDS, PERCENTILES, percentile_name
+from iolab.model.result import Histogram, Job
+
+_SUMMED = ("iops", "bw_bytes", "io_bytes", "total_ios", "short_ios")
+_LAT_DIRS = (*IO_DIRECTIONS, "sync")
+
+
+def merge_histograms(histograms: Iterable[Histogram]) -> Histogram:
+    merged: Histogram = {}
+    for hist in histograms:
+        for value, count in hist.items():
+            merged[value] = merged.get(value, 0) + count
+    return merged
+
+
+def histogram_percentiles(hist: Histogram, percentiles: Sequence[float] = PERCENTILES) -> dict[str, float]:
+    """Percentiles of binned data the way fio computes them: the first bucket whose
+    cumulative count reaches p% of the total (nearest-rank on bucket values)."""
+    total = sum(hist.values())
+    if total <= 0:
+        return {}
+    items = sorted(hist.items())
+    out: dict[str, float] = {}
+    for p in percentiles:
+        rank = p / 100.0 * total
+        cumulative = 0
+        for value, count in items:
+            cumulative += count
+            if cumulative >= rank:
+                out[percentile_name(p)] = value
+                break
+    return out
+
+
+def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
+    """min/max/mean/stddev of `prefix` (e.g. `write.clat_ns`) over jobs, weighted by I/O count."""
+    parts: list[tuple[float, float, float]] = []  # (n, mean, stddev)
+    mins: list[float] = []
+    maxs: list[float] = []
+    ddir = prefix.split(".")[0]
+    for job in jobs:
+        mean = job.metrics.get(f"{prefix}.mean")
+        if mean is None:
+            continue
+        n = job.metrics.get(f"{prefix}.samples", job.metrics.get(f"{ddir}.total_ios", 0.0))
+        if n <= 0:
+            continue
+        parts.append((n, mean, job.metrics.get(f"{prefix}.stddev", 0.0)))
+        if f"{prefix}.min" in job.metrics:
+            mins.append(job.metrics[f"{prefix}.min"])
+        if f"{prefix}.max" in job.metrics:
+            maxs.append(job.metrics[f"{prefix}.max"])
+    if not parts:
+        return {}
+    total = sum(n for n, _, _ in parts)
+    mean = sum(n * m for n, m, _ in parts) / total
+    # pooled variance: E[x^2] - mean^2, with each job's population-style variance
+    second = sum(n * (s * s + m * m) for n, m, s in parts) / total
+    out = {f"{prefix}.mean": mean, f"{prefix}.stddev": math.sqrt(max(second - mean * mean, 0.0))}
+    if mins:
+        out[f"{prefix}.min"] = min(mins)
+    if maxs:
+        out[f"{prefix}.max"] = max(maxs)
+    return out
+
+
+def aggregate_jobs(jobs: Sequence[Job]) -> tuple[dict[str, float], dict[str, Histogram]]:
+    """Result-level metrics and histograms for a list of jobs."""
+    if len(jobs) == 1:
+        return dict(jobs[0].metrics), {k: dict(v) for k, v in jobs[0].histograms.items()}
+    metrics: dict[str, float] = {}
+    histograms: dict[str, Histogram] = {}
+    for ddir in _LAT_DIRS:
+        active = [j for j in jobs if any(k.startswith(ddir + ".") for k in j.metrics)]
+        if not active:
+            continue
+        for key in _SUMMED:
+            values = [j.metrics[f"{ddir}.{key}"] for j in active if f"{ddir}.{key}" in j.metrics]
+            if values:
+                metrics[f"{ddir}.{key}"] = sum(values)
+        runtimes = [j.metrics[f"{ddir}.runtime_ms"] for j in active if f"{ddir}.runtime_ms" in j.metrics]
+        if runtimes:
+            metrics[f"{ddir}.runtime_ms"] = max(runtimes)
+        for kind in LATENCY_KINDS:
+            prefix = f"{ddir}.{kind}"
+            metrics.update(_combine_latency(active, prefix))
+            hists = [j.histograms[prefix] for j in active if prefix in j.histograms]
+            if hists and len(hists) == len([j for j in active if f"{prefix}.mean" in j.metrics]):
+                merged = merge_histograms(hists)
+                histograms[prefix] = merged
+                for name, value in histogram_percentiles(merged).items():
+                    metrics[f"{prefix}.{name}"] = value
+    for key in ("cpu.usr_pct", "cpu.sys_pct"):
+        values = [j.metrics[key] for j in jobs if key in j.metrics]
+        if values:
+            metrics[key] = sum(values) / len(values)
+    for key in ("cpu.ctx", "cpu.majf", "cpu.minf"):
+        values = [j.metrics[key] for j in jobs if key in j.metrics]
+        if values:
+            metrics[key] = sum(values)
+    return metrics, histograms

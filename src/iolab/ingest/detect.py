@@ -1,0 +1,78 @@
+"""Read a source and find every result in it, whatever its form — detected by content.
+
+Whole-document forms (fio JSON) are tried first.  Otherwise the text is un-quoted (mail
+quote prefixes removed) and each line-oriented reader (fio normal text, fio terse, xfs_io,
+dd) reports the results it finds with the line each starts at; a result's caption is the
+nearest preceding line that introduces it (ingest.mail.caption_for).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from iolab.errors import IngestError
+from iolab.ingest import dd, fio_json, fio_terse, fio_text, mail, xfs_io
+from iolab.model.result import Result
+
+LINE_READERS = (fio_text, fio_terse, xfs_io, dd)
+
+
+def read_source(path: str) -> str:
+    """The text of a file, or of standard input for `-`; IngestError for anything unreadable."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise IngestError(path, "no such file")
+        if p.is_dir():
+            raise IngestError(path, "is a directory, not a result file")
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise IngestError(path, f"cannot read: {exc.strerror}") from None
+    if not data.strip():
+        raise IngestError(path, "empty input, no result in it")
+    if b"\x00" in data:
+        raise IngestError(path, "binary data, not a text result")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+        printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
+        if printable < 0.95 * len(text):
+            raise IngestError(path, "binary data, not a text result") from None
+        return text
+
+
+def parse_text(text: str, source: str) -> list[Result]:
+    """Every result found in `text`; IngestError when there is none or one is broken."""
+    if fio_json.looks_like(text):
+        return fio_json.parse(text, source)
+    lines = mail.unquote(text.splitlines())
+    if fio_json.looks_like("\n".join(lines)):
+        return fio_json.parse("\n".join(lines), source)
+    found: list[tuple[int, Result]] = []
+    for reader in LINE_READERS:
+        found.extend(reader.find(lines, source))
+    if not found:
+        raise IngestError(source, _why_not(text))
+    found.sort(key=lambda item: item[0])
+    results = []
+    for start, result in found:
+        if result.caption is None:
+            result.caption = mail.caption_for(lines, start)
+        results.append(result)
+    return results
+
+
+def parse_source(path: str) -> list[Result]:
+    return parse_text(read_source(path), path)
+
+
+def _why_not(text: str) -> str:
+    stripped = text.lstrip()
+    if stripped.startswith("{") or '"fio version"' in text:
+        return "truncated or malformed fio JSON"
+    return "no fio, xfs_io or dd result found in it"

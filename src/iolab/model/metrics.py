@@ -1,0 +1,88 @@
+"""The one table that gives every metric its unit and its direction.
+
+Metric names carry their unit (`write.iops`, `write.clat_ns.p99`, `jbd2.handles_per_txn`).
+A name is matched against the patterns below, first match wins; a name that matches none
+is still a valid metric with an unknown unit and a neutral direction, so new evidence
+sources never break a comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+
+class Direction(str, Enum):
+    """Which way is better.  NEUTRAL metrics are evidence: they change, but are not judged."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+    NEUTRAL = "neutral"
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    unit: str  # "ops/s", "B/s", "B", "ns", "ms", "%", "count", "pages", "" ...
+    direction: Direction
+    description: str
+
+
+IO_DIRECTIONS = ("read", "write", "trim", "mixed")
+LATENCY_KINDS = ("clat_ns", "lat_ns", "slat_ns")
+# fio's default percentile list, plus the extremes people ask for.  Names: p1, p5, p99.9 ...
+PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+LATENCY_STATS = ("min", "max", "mean", "stddev")
+
+
+def percentile_name(p: float) -> str:
+    """`99.9` → `p99.9`, `50.0` → `p50`: the suffix used in latency metric names."""
+    text = f"{p:.6f}".rstrip("0").rstrip(".")
+    return f"p{text}"
+
+
+_DIR = "(?:read|write|trim|mixed)"
+_H, _L, _N = Direction.HIGHER, Direction.LOWER, Direction.NEUTRAL
+
+# (pattern, unit, direction, description) — first match wins.
+_TABLE: tuple[tuple[str, str, Direction, str], ...] = (
+    (rf"{_DIR}\.iops", "ops/s", _H, "I/O operations per second"),
+    (rf"{_DIR}\.bw_bytes", "B/s", _H, "bandwidth in bytes per second"),
+    (rf"{_DIR}\.io_bytes", "B", _N, "bytes transferred"),
+    (rf"{_DIR}\.total_ios", "count", _N, "I/Os completed"),
+    (rf"{_DIR}\.short_ios", "count", _N, "short I/Os"),
+    (rf"{_DIR}\.runtime_ms", "ms", _L, "run time of the direction"),
+    (rf"(?:{_DIR}|sync)\.(?:clat|lat|slat)_ns\.[a-z0-9.]+", "ns", _L, "latency"),
+    (r"sync\.total_ios", "count", _N, "fsync/fdatasync calls"),
+    (r"cpu\.(?:usr|sys)_pct", "%", _L, "CPU time of the workload, percent of wall time"),
+    (r"cpu\.ctx", "count", _N, "context switches"),
+    (r"cpu\.(?:majf|minf)", "count", _N, "page faults"),
+    (r"disk\.[^.]+\.util_pct", "%", _N, "device utilisation"),
+    (r"disk\.[^.]+\.\w+_ticks", "ms", _N, "device busy time"),
+    (r"disk\.[^.]+\.\w+", "count", _N, "device counter"),
+    (r"elapsed_s", "s", _L, "wall time of the workload"),
+    (r"proc\.(?:user|sys)_s", "s", _L, "CPU seconds used by the workload"),
+    (r"jbd2\.avg_commit_ms|jbd2\.\w+_ms", "ms", _N, "jbd2 transaction timing"),
+    (r"jbd2\.\w+", "count", _N, "jbd2 journal statistics"),
+    (r"diskstats\.[^.]+\.\w+_ms", "ms", _N, "block device time"),
+    (r"diskstats\.[^.]+\.\w+", "count", _N, "block device counter delta"),
+    (r"vmstat\.\w+", "count", _N, "/proc/vmstat delta"),
+    (r"hist\.[\w.]+", "count", _N, "histogram summary"),
+)
+_COMPILED = tuple((re.compile(p + r"\Z"), u, d, s) for p, u, d, s in _TABLE)
+
+
+@lru_cache(maxsize=4096)
+def metric_info(name: str) -> MetricInfo:
+    """Unit and direction of a metric name (job-level names have the same shape)."""
+    for pattern, unit, direction, description in _COMPILED:
+        if pattern.match(name):
+            return MetricInfo(name, unit, direction, description)
+    return MetricInfo(name, "", Direction.NEUTRAL, "")
+
+
+def known_patterns() -> list[tuple[str, str, str, str]]:
+    """The table as rows (pattern, unit, direction, description), for docs and `iolab metrics`."""
+    return [(p, u, d.value, s) for p, u, d, s in _TABLE]
