@@ -1,13 +1,191 @@
-"""`iolab run` — placeholder until its module lands (owner: see docs/architecture.md)."""
+"""`iolab run PLAN` / `iolab run --resume RUN`: execute a plan in the lab, storing every sample."""
 
 from __future__ import annotations
 
-import click
+import sys
+from pathlib import Path
 
-from iolab.errors import IolabError
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from iolab.errors import EXIT_INTERRUPTED, IolabError, PlanError
+from iolab.lab import runner
+from iolab.model.metrics import metric_info
+from iolab.model.sample import Sample
+from iolab.plan import load_plan
+from iolab.plan.model import Case, Plan
+from iolab.store import open_store
+from iolab.store.store import Store
+
+
+class ProgressReporter:
+    """A progress bar with ETA on stderr, and one line per finished sample above it."""
+
+    def __init__(self, plan: Plan, quiet: bool) -> None:
+        self.console = Console(stderr=True)
+        self.kpis = [k.metric for k in plan.kpis]
+        self.quiet = quiet
+        self.progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+            disable=quiet,
+        )
+        self.task = self.progress.add_task("starting", total=None)
+
+    def __enter__(self) -> ProgressReporter:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def started(self, total: int, done: int) -> None:
+        self.progress.update(self.task, total=total, completed=done)
+
+    def sample_started(self, case: Case, block: int, position: int) -> None:
+        self.progress.update(self.task, description=f"block {block} · {case.key}")
+
+    def sample_done(self, sample: Sample, case: Case) -> None:
+        self.progress.advance(self.task)
+        if self.quiet:
+            return
+        where = f"block {sample.block} {case.key}"
+        if sample.status != "ok":
+            self.console.print(f"[red]✗[/] {where}: failed: {sample.reason}", highlight=False)
+            return
+        shown = []
+        for name in self.kpis:
+            value = sample.metrics.get(name)
+            if value is not None:
+                shown.append(
+                    f"{name}={_fmt(value)}{metric_info(name).unit and ' ' + metric_info(name).unit}"
+                )
+        self.console.print(f"[green]✓[/] {where}: {', '.join(shown) or 'ok'}", highlight=False)
+
+    def warning(self, message: str) -> None:
+        self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
+def _fmt(value: float) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.4g}"
+
+
+def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for tag in tags:
+        key, sep, value = tag.partition("=")
+        if not sep or not key:
+            raise IolabError(f"--tag {tag!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
 
 
 @click.command("run")
-def command() -> None:
-    """Not available yet."""
-    raise IolabError("'run' is not implemented yet")
+@click.argument("plan_path", metavar="PLAN", required=False)
+@click.option("--quick", is_flag=True, help="Use the plan's `quick` profile (short, for tests).")
+@click.option("--profile", default=None, metavar="NAME", help="Use one of the plan's profiles.")
+@click.option(
+    "--resume",
+    "resume",
+    type=int,
+    default=None,
+    metavar="RUN",
+    help="Continue an interrupted run without redoing its finished samples.",
+)
+@click.option("--label", default=None, help="A label for the run.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag the run (repeatable).")
+@click.option(
+    "--destroy-data",
+    is_flag=True,
+    help="Allow formatting a designated device that carries a filesystem or partition table.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    plan_path: str | None,
+    quick: bool,
+    profile: str | None,
+    resume: int | None,
+    label: str | None,
+    tags: tuple[str, ...],
+    destroy_data: bool,
+    quiet: bool,
+) -> None:
+    """Run PLAN in the lab: its cases in randomized complete blocks, every sample stored
+    with its metrics, evidence and provenance; the machine restored afterwards."""
+    if quick and profile and profile != "quick":
+        raise IolabError("--quick and --profile name different profiles")
+    profile = "quick" if quick else profile
+    store = open_store(ctx.obj.get("db") if ctx.obj else None)
+    try:
+        if resume is not None:
+            if plan_path is not None:
+                raise IolabError("give either PLAN or --resume RUN, not both")
+            plan, run_id, seed = _resumed(store, resume)
+        else:
+            if plan_path is None:
+                raise IolabError("missing PLAN (or --resume RUN)")
+            plan = load_plan(plan_path, profile)
+            run_id, seed = runner.start_run(store, plan, label=label, tags=_parse_tags(tags))
+        err = Console(stderr=True)
+        if not quiet:
+            err.print(
+                f"run {run_id}: {plan.name}"
+                f"{f' ({plan.profile})' if plan.profile else ''}, {len(plan.cases)} cases × "
+                f"{plan.repeat} blocks, seed {seed}",
+                highlight=False,
+            )
+        try:
+            with ProgressReporter(plan, quiet) as reporter:
+                outcome = runner.execute_run(
+                    store, plan, run_id, seed, destroy_data=destroy_data, reporter=reporter
+                )
+        except KeyboardInterrupt:
+            click.echo(
+                f"iolab: run {run_id} interrupted, machine restored; "
+                f"`iolab run --resume {run_id}` continues it",
+                err=True,
+            )
+            sys.exit(EXIT_INTERRUPTED)
+        total = len(store.done_keys(run_id))
+        click.echo(
+            f"run {run_id} {outcome.status}: {total}/{outcome.planned} samples stored"
+            f" ({outcome.failed} failed in this session)"
+        )
+    finally:
+        store.close()
+
+
+def _resumed(store: Store, run_id: int) -> tuple[Plan, int, int]:
+    """The plan and seed of a run to resume; the plan file must be unchanged."""
+    info = store.run(run_id)
+    if info.kind not in ("lab", "ab") or not info.plan_path:
+        raise IolabError(f"run {run_id} is not a lab run; nothing to resume")
+    seed = info.meta.get("seed")
+    if not isinstance(seed, int):
+        raise IolabError(f"run {run_id} has no recorded seed; cannot repeat its block orders")
+    if not Path(info.plan_path).is_file():
+        raise PlanError(f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume")
+    plan = load_plan(info.plan_path, info.meta.get("profile"))
+    if info.plan_hash and plan.sha256 != info.plan_hash:
+        raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    runner.check_resumable(run_id)
+    return plan, run_id, seed

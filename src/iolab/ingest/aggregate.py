@@ -25,7 +25,9 @@ def merge_histograms(histograms: Iterable[Histogram]) -> Histogram:
     return merged
 
 
-def histogram_percentiles(hist: Histogram, percentiles: Sequence[float] = PERCENTILES) -> dict[str, float]:
+def histogram_percentiles(
+    hist: Histogram, percentiles: Sequence[float] = PERCENTILES
+) -> dict[str, float]:
     """Percentiles of binned data the way fio computes them: the first bucket whose
     cumulative count reaches p% of the total (nearest-rank on bucket values)."""
     total = sum(hist.values())
@@ -54,7 +56,11 @@ def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
         mean = job.metrics.get(f"{prefix}.mean")
         if mean is None:
             continue
-        n = job.metrics.get(f"{prefix}.samples", job.metrics.get(f"{ddir}.total_ios", 0.0))
+        # weight by I/O count; terse output has no count, so bytes stand in (same block size)
+        n = job.metrics.get(
+            f"{prefix}.samples",
+            job.metrics.get(f"{ddir}.total_ios", job.metrics.get(f"{ddir}.io_bytes", 0.0)),
+        )
         if n <= 0:
             continue
         parts.append((n, mean, job.metrics.get(f"{prefix}.stddev", 0.0)))
@@ -90,14 +96,25 @@ def aggregate_jobs(jobs: Sequence[Job]) -> tuple[dict[str, float], dict[str, His
             values = [j.metrics[f"{ddir}.{key}"] for j in active if f"{ddir}.{key}" in j.metrics]
             if values:
                 metrics[f"{ddir}.{key}"] = sum(values)
-        runtimes = [j.metrics[f"{ddir}.runtime_ms"] for j in active if f"{ddir}.runtime_ms" in j.metrics]
+        runtime_key = f"{ddir}.runtime_ms"
+        runtimes = [j.metrics[runtime_key] for j in active if runtime_key in j.metrics]
         if runtimes:
             metrics[f"{ddir}.runtime_ms"] = max(runtimes)
         for kind in LATENCY_KINDS:
             prefix = f"{ddir}.{kind}"
             metrics.update(_combine_latency(active, prefix))
-            hists = [j.histograms[prefix] for j in active if prefix in j.histograms]
-            if hists and len(hists) == len([j for j in active if f"{prefix}.mean" in j.metrics]):
+            carriers = [j for j in active if f"{prefix}.mean" in j.metrics]
+            if len(carriers) == 1:
+                # one job measured this latency: its percentiles are the group's
+                only = carriers[0]
+                metrics.update(
+                    (k, v) for k, v in only.metrics.items() if k.startswith(f"{prefix}.p")
+                )
+                if prefix in only.histograms:
+                    histograms[prefix] = dict(only.histograms[prefix])
+                continue
+            hists = [j.histograms[prefix] for j in carriers if prefix in j.histograms]
+            if hists and len(hists) == len(carriers):
                 merged = merge_histograms(hists)
                 histograms[prefix] = merged
                 for name, value in histogram_percentiles(merged).items():

@@ -1,6 +1,7 @@
 """Read a source and find every result in it, whatever its form — detected by content.
 
-Whole-document forms (fio JSON) are tried first.  Otherwise the text is un-quoted (mail
+Whole-document forms (fio JSON) are tried first.  A saved mail message (.eml) is reduced to
+its decoded plain-text body (ingest.mail.message_text).  Then the text is un-quoted (mail
 quote prefixes removed) and each line-oriented reader (fio normal text, fio terse, xfs_io,
 dd) reports the results it finds with the line each starts at; a result's caption is the
 nearest preceding line that introduces it (ingest.mail.caption_for).
@@ -50,6 +51,7 @@ def parse_text(text: str, source: str) -> list[Result]:
     """Every result found in `text`; IngestError when there is none or one is broken."""
     if fio_json.looks_like(text):
         return fio_json.parse(text, source)
+    text = mail.message_text(text)  # a saved message: its decoded text/plain body
     lines = mail.unquote(text.splitlines())
     if fio_json.looks_like("\n".join(lines)):
         return fio_json.parse("\n".join(lines), source)

@@ -34,6 +34,7 @@ class Sample:
     metrics: dict[str, float] = field(default_factory=dict)
     job_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # job name → metrics
     histograms: dict[str, Histogram] = field(default_factory=dict)
+    job_histograms: dict[str, dict[str, Histogram]] = field(default_factory=dict)  # job → name → bins
     provenance: dict[str, Any] = field(default_factory=dict)
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -62,4 +63,6 @@ class RunInfo:
     host: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
-    n_samples: int = 0
+    n_samples: int = 0  # every stored sample, ok or failed
+    n_failed: int = 0
+    finished_at: datetime | None = None

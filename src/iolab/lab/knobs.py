@@ -1,0 +1,153 @@
+"""Knobs: sysctls and block-queue settings, set for a sample and restored after it.
+
+Names:  sysctl `vm.dirty_bytes` → /proc/sys/vm/dirty_bytes;  queue settings `scheduler`,
+`read_ahead_kb`, `iosched.fifo_batch` → /sys/block/<dev>/queue/... of every target device.
+The old value is journaled before the new one is written.
+
+Two kernel quirks shape the order and the undo:
+* a scheduler's attributes (queue/iosched/*) exist only once that scheduler is selected, so
+  `scheduler` is applied before them (and restored after them: undo runs backwards);
+* vm.dirty_bytes and vm.dirty_ratio are one setting in two units (writing one zeroes the
+  other, and 0 cannot be written to *_bytes), likewise the dirty_background pair — so the
+  undo of either writes back whichever of the pair was in force.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from iolab.errors import LabError
+from iolab.lab.journal import Journal
+
+PROC_SYS = Path("/proc/sys")
+SYS_BLOCK = Path("/sys/block")
+
+# sysctls recorded with every sample even when the plan leaves them alone
+WRITEBACK_SYSCTLS = (
+    "vm.dirty_bytes",
+    "vm.dirty_ratio",
+    "vm.dirty_background_bytes",
+    "vm.dirty_background_ratio",
+    "vm.dirty_expire_centisecs",
+    "vm.dirty_writeback_centisecs",
+    "vm.swappiness",
+    "vm.vfs_cache_pressure",
+)
+QUEUE_SETTINGS = (
+    "scheduler",
+    "nr_requests",
+    "read_ahead_kb",
+    "max_sectors_kb",
+    "rotational",
+    "logical_block_size",
+    "physical_block_size",
+    "write_cache",
+    "rq_affinity",
+    "nomerges",
+    "wbt_lat_usec",
+)
+_PAIRS = {
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_ratio": "vm.dirty_bytes",
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+    "vm.dirty_background_ratio": "vm.dirty_background_bytes",
+}
+
+
+def sysctl_path(name: str) -> Path:
+    return PROC_SYS / name.replace(".", "/")
+
+
+def queue_path(device: str, name: str) -> Path:
+    """`iosched.fifo_batch` on loop3 → /sys/block/loop3/queue/iosched/fifo_batch."""
+    return SYS_BLOCK / device / "queue" / Path(*name.removeprefix("queue.").split("."))
+
+
+def read_setting(path: Path) -> str | None:
+    """The value in force; for a scheduler the selected one (`[mq-deadline] none` → mq-deadline)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if "[" in text and "]" in text:
+        return text[text.index("[") + 1 : text.index("]")]
+    return text
+
+
+def _write(path: Path, value: str, name: str) -> None:
+    try:
+        path.write_text(value)
+    except FileNotFoundError:
+        raise LabError(f"{name}: no such setting here ({path})") from None
+    except OSError as exc:
+        raise LabError(f"{name} = {value}: the kernel refused it ({exc.strerror})") from None
+
+
+def _sysctl_undo(name: str) -> tuple[Path, str]:
+    """What to write to restore `name` (and its twin) to what is in force now."""
+    path = sysctl_path(name)
+    old = read_setting(path)
+    if old is None:
+        raise LabError(f"{name}: no such sysctl")
+    twin = _PAIRS.get(name)
+    if twin is not None and old.strip() == "0":
+        twin_path = sysctl_path(twin)
+        twin_old = read_setting(twin_path)
+        if twin_old is not None:
+            return twin_path, twin_old
+    return path, old
+
+
+def _queue_order(name: str) -> tuple[int, str]:
+    return (0 if name == "scheduler" else 1, name)
+
+
+def apply(
+    journal: Journal, sysctls: dict[str, str], queue: dict[str, str], devices: list[str]
+) -> None:
+    """Set every knob (journaled first); the caller's journal scope restores them.
+
+    `queue` names are relative to /sys/block/<dev>/queue (`scheduler`, `iosched.fifo_batch`)
+    and apply to every target device.
+    """
+    for name in sorted(sysctls):
+        value = str(sysctls[name])
+        path = sysctl_path(name)
+        if not path.exists():
+            raise LabError(f"{name}: no such sysctl")
+        if read_setting(path) == value:
+            continue
+        undo_path, undo_value = _sysctl_undo(name)
+        journal.record("write", path=str(undo_path), value=undo_value)
+        _write(path, value, name)
+    for name in sorted(queue, key=_queue_order):
+        value = str(queue[name])
+        for device in devices:
+            path = queue_path(device, name)
+            old = read_setting(path)
+            if old is None:
+                raise LabError(f"queue/{name.replace('.', '/')}: no such setting on {device}")
+            if old == value:
+                continue
+            journal.record("write", path=str(path), value=old)
+            _write(path, value, f"queue/{name.replace('.', '/')} on {device}")
+
+
+def in_force(sysctls: dict[str, str], queue: dict[str, str], devices: list[str]) -> dict[str, str]:
+    """Every sysctl and queue setting in force (the plan's and the key ones) for provenance."""
+    out: dict[str, str] = {}
+    for name in sorted(set(WRITEBACK_SYSCTLS) | set(sysctls)):
+        value = read_setting(sysctl_path(name))
+        if value is not None:
+            out[name] = value
+    queue_names = set(QUEUE_SETTINGS) | set(queue)
+    for device in devices:
+        names = set(queue_names)
+        iosched = SYS_BLOCK / device / "queue" / "iosched"
+        if iosched.is_dir():
+            names |= {f"iosched.{p.name}" for p in iosched.iterdir()}
+        for name in sorted(names):
+            value = read_setting(queue_path(device, name))
+            if value is not None:
+                out[f"{device}.queue.{name}"] = value
+    return out

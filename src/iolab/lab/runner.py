@@ -1,0 +1,503 @@
+"""The runner: a plan's cases in randomized complete blocks, one prepared sample at a time.
+
+Each block runs every case once, in an order drawn from `Random(f"{seed}:{block}")` — so a
+resumed run (same seed) sees the same orders and skips exactly the samples already stored.
+Every sample is prepared the same way (fresh filesystem when the plan says so, knobs set,
+fstrim, fill, caches dropped, warm-up), measured with its monitors, stored at once, and its
+changes to the machine undone before the next one starts.
+
+`LabSession` is the reusable core (`iolab ab` drives it block by block); `execute_run` is
+`iolab run`.  Interrupts (Ctrl-C, SIGTERM, SIGHUP) raise KeyboardInterrupt; the machine is
+restored on the way out whatever happens, from the journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import secrets
+import signal
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+from iolab.errors import IolabError, LabError, PlanError, RefusedError
+from iolab.lab import filesystem, kmsg, knobs, provenance, target, workload
+from iolab.lab.journal import Journal, leftovers
+from iolab.model.sample import Sample
+from iolab.monitors.base import Monitor, MonitorContext
+from iolab.plan.model import Case, FilesystemSpec, Plan, TargetSpec, WorkloadSpec
+from iolab.plan.placeholders import render_workload
+from iolab.store.store import Store
+
+WORK_ROOT = Path("/run/iolab/work")
+# kernel log lines worth quoting in a failed sample's reason
+_TROUBLE = re.compile(r"error|fail|abort|corrupt|invalid|unknown|refus|warn|readonly|read-only", re.I)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: handled like Ctrl-C (restore the machine, keep finished samples)."""
+
+
+@contextlib.contextmanager
+def interrupts_raise() -> Iterator[None]:
+    """SIGTERM/SIGHUP raise Terminated in the main thread for the duration."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signal.Signals(signum).name)
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+
+
+def block_order(seed: int, block: int, n_cases: int) -> list[int]:
+    """Case indexes of one block in its random order (a function of seed and block only)."""
+    order = list(range(n_cases))
+    random.Random(f"{seed}:{block}").shuffle(order)
+    return order
+
+
+def case_key(case: Case) -> str:
+    """The key the store reports in done_keys for samples of `case`."""
+    return Sample(run_id=0, variant=case.variant, cell=dict(case.cell)).case_key
+
+
+class Reporter(Protocol):
+    """What the runner tells whoever shows progress."""
+
+    def started(self, total: int, done: int) -> None: ...
+
+    def sample_started(self, case: Case, block: int, position: int) -> None: ...
+
+    def sample_done(self, sample: Sample, case: Case) -> None: ...
+
+    def warning(self, message: str) -> None: ...
+
+
+class SilentReporter:
+    def started(self, total: int, done: int) -> None:
+        pass
+
+    def sample_started(self, case: Case, block: int, position: int) -> None:
+        pass
+
+    def sample_done(self, sample: Sample, case: Case) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        pass
+
+
+@dataclass
+class _TargetState:
+    target: target.Target
+    filesystem: FilesystemSpec | None = None  # what is on it now (None: unknown / raw)
+
+
+@dataclass
+class LabSession:
+    """A plan's machine for one process: targets, journal, and the sample procedure."""
+
+    plan: Plan
+    store: Store
+    run_id: int
+    seed: int
+    destroy_data: bool = False
+    reporter: Reporter = field(default_factory=SilentReporter)
+    journal: Journal | None = None
+    failures: int = 0
+    _targets: dict[TargetSpec, _TargetState] = field(default_factory=dict)
+    _warned: set[str] = field(default_factory=set)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def __enter__(self) -> LabSession:
+        self.check_targets()
+        self.journal = Journal.open(run_id=self.run_id)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Undo every change (also after errors and interrupts); LabError if one stays."""
+        if self.journal is None:
+            return
+        journal, self.journal = self.journal, None
+        journal.close()
+        if journal.errors:
+            raise LabError(
+                f"could not restore everything ({journal.errors[0]}); "
+                f"`iolab cleanup` retries from {journal.path}"
+            )
+
+    def check_targets(self) -> None:
+        """Refuse designated devices that fail the safety rules, before any change is made."""
+        for spec in {case.target for case in self.plan.cases}:
+            if spec.kind == "device":
+                target.designated(list(spec.devices), destroy_data=self.destroy_data)
+
+    def _journal(self) -> Journal:
+        if self.journal is None:
+            raise RuntimeError("LabSession used outside its `with` block")
+        return self.journal
+
+    def _target(self, spec: TargetSpec) -> _TargetState:
+        state = self._targets.get(spec)
+        if state is None:
+            if spec.kind == "loop":
+                made = target.create_loop_images(
+                    self._journal(),
+                    self.run_id,
+                    spec.count,
+                    spec.size_bytes,
+                    spec.backing,
+                    Path(spec.directory) if spec.directory else None,
+                    first=sum(len(s.target.devices) for s in self._targets.values()),
+                )
+            else:
+                made = target.designated(list(spec.devices), destroy_data=self.destroy_data)
+            state = self._targets[spec] = _TargetState(made)
+        return state
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            self.reporter.warning(message)
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def run_block(
+        self, block: int, done: set[tuple[str, int]] | None = None, cases: Sequence[Case] = ()
+    ) -> list[Sample]:
+        """Run block `block`: every case (or `cases`) once in the block's random order,
+        skipping (case_key, block) pairs in `done`; each sample is stored when it ends."""
+        chosen = list(cases) or list(self.plan.cases)
+        out = []
+        for position, index in enumerate(block_order(self.seed, block, len(chosen)), start=1):
+            case = chosen[index]
+            if done and (case_key(case), block) in done:
+                continue
+            sample = self.run_sample(case, block, position)
+            out.append(sample)
+            if sample.status != "ok" and self.plan.on_failure == "stop":
+                raise SampleFailed(sample)
+        return out
+
+    # -- one sample -------------------------------------------------------------------------
+
+    def run_sample(self, case: Case, block: int, position: int) -> Sample:
+        """Prepare, measure, restore and store one sample of `case`."""
+        self.reporter.sample_started(case, block, position)
+        sample = Sample(
+            run_id=self.run_id,
+            variant=case.variant,
+            cell=dict(case.cell),
+            block=block,
+            position=position,
+            started_at=datetime.now(UTC),
+        )
+        journal = self._journal()
+        self._target(case.target)  # made once per run, outside the sample's undo scope
+        try:
+            with journal.scope(), kmsg.KernelLog() as log:
+                try:
+                    self._measure(case, sample, log)
+                except RefusedError:
+                    raise
+                except IolabError as exc:
+                    sample.status, sample.reason = "failed", exc.message
+                    sample.metrics, sample.histograms = {}, {}
+        finally:
+            if journal.errors:
+                errors = list(journal.errors)
+                journal.errors.clear()
+                raise LabError(f"could not restore the machine after a sample: {errors[0]}")
+        sample.finished_at = datetime.now(UTC)
+        if sample.status != "ok":
+            self.failures += 1
+        sample.id = self.store.add_sample(sample)
+        self.reporter.sample_done(sample, case)
+        return sample
+
+    def _measure(self, case: Case, sample: Sample, log: kmsg.KernelLog) -> None:
+        journal = self._journal()
+        state = self._target(case.target)
+        devices = state.target.devices
+        names = [d.name for d in devices]
+        workdir = Path(tempfile.mkdtemp(prefix="iolab-", dir=_work_root()))
+        journal.record("rmtree", path=str(workdir))
+
+        mounts: list[filesystem.Mounted] = []
+        fs = case.filesystem
+        if fs is not None:
+            fresh = case.prepare.mkfs == "per-sample" or state.filesystem != fs
+            if fresh:
+                state.filesystem = None
+                for device in devices:  # one filesystem per device, mounted at {mntN}
+                    filesystem.mkfs(fs.type, [device.path], list(fs.mkfs_options))
+                state.filesystem = fs
+            options = [o for o in fs.mount_options.split(",") if o]
+            for n, dev in enumerate(devices):
+                point = filesystem.mountpoint_for(self.run_id, n)
+                mounts.append(filesystem.mount(journal, dev.path, point, fs.type, options))
+        else:
+            state.filesystem = None  # a raw workload overwrites whatever was there
+
+        knobs.apply(journal, dict(case.sysctls), dict(case.queue), names)
+        mount_paths = [str(m.mountpoint) for m in mounts]
+        dev_paths = [d.path for d in devices]
+
+        def render(spec: WorkloadSpec) -> WorkloadSpec:
+            try:
+                return render_workload(spec, mount_paths, dev_paths, str(workdir))
+            except KeyError as exc:
+                raise PlanError(f"placeholder {{{exc.args[0]}}} has no value here") from None
+
+        prep = case.prepare
+        warnings: list[str] = []
+        if prep.fstrim:
+            for m in mounts:
+                why = filesystem.fstrim(m.mountpoint)
+                if why:
+                    warnings.append(f"fstrim {m.mountpoint}: {why}")
+        for step, spec in (("fill", prep.fill), ("warm-up", prep.warmup)):
+            if spec is None:
+                continue
+            if step == "warm-up" and prep.drop_caches:
+                filesystem.drop_caches()
+            run = workload.execute(
+                journal, render(spec), workdir, name=step, timeout_s=case.timeout_s, cpus=case.cpus
+            )
+            if not run.ok:
+                raise LabError(f"{step} step failed: {run.failure}")
+        if prep.drop_caches and prep.warmup is None:
+            filesystem.drop_caches()
+        if prep.settle_s > 0:
+            time.sleep(prep.settle_s)
+
+        sample.provenance = provenance.sample(
+            devices=[(d.name, d.image) for d in devices],
+            fstype=fs.type if fs else None,
+            mkfs_options=fs.mkfs_options if fs else (),
+            mount_options_requested=fs.mount_options if fs else "",
+            mount_options_shown=[m.options for m in mounts],
+            sysctls=dict(case.sysctls),
+            queue=dict(case.queue),
+            plan_sha256=self.plan.sha256,
+            plan_path=self.plan.path,
+            profile=self.plan.profile,
+            seed=self.seed,
+            cpus=case.cpus,
+            extra={"case": case.key, "vars": dict(case.vars)},
+        )
+
+        ctx = MonitorContext(
+            devices=names,
+            mountpoint=mounts[0].mountpoint if mounts else None,
+            fstype=fs.type if fs else None,
+            journal=journal,
+            workdir=workdir,
+        )
+        monitors = self._start_monitors(case, ctx, warnings)
+        measured = None
+        try:
+            measured = workload.execute(
+                journal, render(case.workload), workdir, timeout_s=case.timeout_s, cpus=case.cpus
+            )
+        finally:
+            readings = self._stop_monitors(monitors, ctx, warnings)
+        if warnings:
+            sample.provenance["warnings"] = warnings
+        if not measured.ok or measured.result is None:
+            reason = measured.failure or "no result"
+            kernel = [
+                line
+                for line in log.new_lines()
+                if any(n in line for n in names) and _TROUBLE.search(line)
+            ]
+            if kernel:
+                reason += f" (kernel: {kernel[-1]})"
+            raise LabError(reason)
+        result = measured.result
+        sample.tool, sample.tool_version, sample.format = (
+            result.tool,
+            result.tool_version,
+            result.format,
+        )
+        sample.source = f"run {self.run_id} block {sample.block} {case.key}"
+        sample.metrics = dict(result.metrics)
+        sample.metrics["elapsed_s"] = measured.elapsed_s
+        sample.metrics["proc.user_s"] = measured.user_s
+        sample.metrics["proc.sys_s"] = measured.sys_s
+        sample.histograms = dict(result.histograms)
+        sample.job_metrics = {job.name: dict(job.metrics) for job in result.jobs}
+        sample.job_histograms = {
+            job.name: dict(job.histograms) for job in result.jobs if job.histograms
+        }
+        for name, reading in readings:
+            for key, value in reading.metrics.items():
+                sample.metrics[_prefixed(name, key)] = value
+            for key, hist in reading.histograms.items():
+                sample.histograms[_prefixed(name, key)] = hist
+
+    def _start_monitors(
+        self, case: Case, ctx: MonitorContext, warnings: list[str]
+    ) -> list[Monitor]:
+        if not case.monitors:
+            return []
+        try:
+            from iolab.monitors import registry  # type: ignore[attr-defined,unused-ignore]
+        except ImportError:
+            self._warn_once("monitors are not available in this build; running without them")
+            return []
+        started: list[Monitor] = []
+        for monitor in registry.create(list(case.monitors)):
+            why = monitor.unavailable(ctx)
+            if why:
+                self._warn_once(f"monitor {monitor.name}: {why}")
+                warnings.append(f"monitor {monitor.name}: {why}")
+                continue
+            try:
+                monitor.start(ctx)
+            except IolabError as exc:
+                warnings.append(f"monitor {monitor.name}: {exc.message}")
+                self._warn_once(f"monitor {monitor.name}: {exc.message}")
+                continue
+            started.append(monitor)
+        return started
+
+    def _stop_monitors(
+        self, monitors: list[Monitor], ctx: MonitorContext, warnings: list[str]
+    ) -> list[tuple[str, Any]]:
+        readings = []
+        for monitor in reversed(monitors):
+            try:
+                reading = monitor.stop(ctx)
+            except IolabError as exc:
+                warnings.append(f"monitor {monitor.name}: {exc.message}")
+                continue
+            warnings.extend(f"monitor {monitor.name}: {w}" for w in reading.warnings)
+            readings.append((monitor.name, reading))
+        return readings
+
+
+def _prefixed(monitor: str, key: str) -> str:
+    return key if key.startswith(f"{monitor}.") else f"{monitor}.{key}"
+
+
+def _work_root() -> Path:
+    WORK_ROOT.mkdir(parents=True, exist_ok=True)
+    return WORK_ROOT
+
+
+class SampleFailed(LabError):
+    """A sample failed and the plan says `on_failure: stop`."""
+
+    def __init__(self, sample: Sample) -> None:
+        super().__init__(
+            f"sample failed (block {sample.block}): {sample.reason}; the plan says stop"
+        )
+        self.sample = sample
+
+
+# ------------------------------------------------------------------------------- a whole run
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    status: str  # finished | interrupted | failed
+    planned: int
+    stored: int  # samples stored by this process
+    failed: int
+
+
+def planned_samples(plan: Plan) -> int:
+    return plan.repeat * len(plan.cases)
+
+
+def start_run(
+    store: Store,
+    plan: Plan,
+    *,
+    label: str | None = None,
+    tags: dict[str, str] | None = None,
+    kind: str = "lab",
+) -> tuple[int, int]:
+    """Create the run in the store (seed drawn when the plan has none); (run id, seed)."""
+    seed = plan.seed if plan.seed is not None else secrets.randbelow(2**31)
+    meta = {
+        "seed": seed,
+        "profile": plan.profile,
+        "repeat": plan.repeat,
+        "cases": [c.key for c in plan.cases],
+        "planned_samples": planned_samples(plan),
+        "kpis": [{"metric": k.metric, "direction": k.direction.value} for k in plan.kpis],
+        "variants": list(plan.variants),
+        "baseline": plan.baseline,
+        "plan_name": plan.name,
+    }
+    run_id = store.create_run(
+        kind,
+        label=label,
+        tags=tags,
+        plan_path=plan.path,
+        plan_text=plan.text,
+        plan_hash=plan.sha256,
+        host=provenance.host()["host"],
+        meta=meta,
+    )
+    return run_id, seed
+
+
+def check_resumable(run_id: int) -> None:
+    """Refuse to resume a run whose owner is still alive (its journal names it)."""
+    for left in leftovers():
+        if left.meta.get("run_id") == run_id and left.owner_alive:
+            raise RefusedError(f"run {run_id} is still running (pid {left.pid})")
+
+
+def execute_run(
+    store: Store,
+    plan: Plan,
+    run_id: int,
+    seed: int,
+    *,
+    destroy_data: bool = False,
+    reporter: Reporter | None = None,
+) -> RunOutcome:
+    """Run every block of `plan` into run `run_id`, skipping samples it already holds."""
+    reporter = reporter or SilentReporter()
+    done = store.done_keys(run_id)
+    planned = planned_samples(plan)
+    keys = {case_key(c) for c in plan.cases}
+    already = sum(1 for key, block in done if key in keys and 1 <= block <= plan.repeat)
+    reporter.started(planned, already)
+    session = LabSession(plan, store, run_id, seed, destroy_data, reporter)
+    stored = 0
+    status = "failed"
+    try:
+        with interrupts_raise():
+            try:
+                with session:
+                    for block in range(1, plan.repeat + 1):
+                        stored += len(session.run_block(block, done))
+                status = "finished"
+            except KeyboardInterrupt:
+                status = "interrupted"
+                raise
+    finally:
+        with contextlib.suppress(IolabError):
+            store.finish_run(run_id, status)
+    return RunOutcome(run_id, status, planned, stored, session.failures)

@@ -1,0 +1,98 @@
+"""Targets: the block devices a plan runs on — loop images iolab creates, or designated devices.
+
+Loop images are named `iolab-<run>-<pid>-<n>.img` so that anyone listing /dev/shm (RAM
+backing) or /var/tmp (disk backing) can tell they are iolab's, and so two runs never share
+one.  The image file and the loop device are journaled before they are made.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iolab.errors import LabError
+from iolab.lab import commands, safety
+from iolab.lab.journal import Journal
+
+BACKING_DIRS = {"ram": Path("/dev/shm"), "disk": Path("/var/tmp")}
+
+
+@dataclass
+class Device:
+    path: str  # /dev/loop3
+    name: str  # loop3 (kernel name: /sys/block/<name>, /proc/diskstats)
+    image: str | None = None  # backing file of a loop device iolab made
+
+
+@dataclass
+class Target:
+    devices: list[Device] = field(default_factory=list)
+    created: bool = False  # True for loop images iolab made (safe to format without asking)
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+
+def parse_size(text: str | int) -> int:
+    """`512M`, `1G`, `1GiB`, `4096` → bytes (binary multiples, as fio and truncate read them)."""
+    if isinstance(text, int):
+        return text
+    s = str(text).strip().upper().removesuffix("IB").removesuffix("B")
+    mult = 1
+    for suffix, factor in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)):
+        if s.endswith(suffix):
+            s, mult = s[: -len(suffix)], factor
+            break
+    try:
+        return int(float(s) * mult)
+    except ValueError:
+        raise LabError(f"not a size: {text!r}") from None
+
+
+def image_path(backing: str, run_id: int, n: int, directory: Path | None = None) -> Path:
+    base = directory or BACKING_DIRS.get(backing)
+    if base is None:
+        raise LabError(f"unknown image backing {backing!r} (ram or disk)")
+    return base / f"iolab-{run_id}-{os.getpid()}-{n}.img"
+
+
+def create_loop_images(
+    journal: Journal,
+    run_id: int,
+    count: int,
+    size: int,
+    backing: str = "ram",
+    directory: Path | None = None,
+    first: int = 0,
+) -> Target:
+    """Create `count` sparse images of `size` bytes and attach each to a free loop device
+    (numbered from `first`, so several targets of one run get distinct names)."""
+    commands.require("losetup")
+    target = Target(created=True)
+    for n in range(first, first + count):
+        image = image_path(backing, run_id, n, directory)
+        if image.exists():
+            raise LabError(f"{image} exists already: a killed run left it? run `iolab cleanup`")
+        journal.record("unlink", path=str(image))
+        try:
+            with open(image, "wb") as fh:
+                fh.truncate(size)
+        except OSError as exc:
+            raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
+        journal.record("loop", image=str(image))
+        device = commands.run(
+            ["losetup", "--find", "--show", "--direct-io=off", str(image)]
+        ).stdout.strip()
+        target.devices.append(Device(device, safety.kernel_name(device), str(image)))
+    return target
+
+
+def designated(paths: list[str], *, destroy_data: bool) -> Target:
+    """Devices the plan names; each passes the safety rules or the run is refused."""
+    target = Target(created=False)
+    for path in paths:
+        safety.check_device(path, destroy_data=destroy_data)
+        target.devices.append(Device(path, safety.kernel_name(path)))
+    return target

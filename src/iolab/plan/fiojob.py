@@ -1,0 +1,110 @@
+"""fio job files: apply the plan's `fio:` option overrides, and let real fio check the result.
+
+An override applies to every job: it replaces the option wherever a section sets it and is
+set in [global] (a [global] section is added at the top when the file has none).  A null
+override removes the option everywhere.  `check_job` runs `fio --parse-only`, which reads the
+job file with fio's own option parser without doing I/O (about 10 ms).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+
+from iolab.plan.placeholders import device_index, names_in, render_text
+
+_SECTION = re.compile(r"\s*\[([^\]]+)\]\s*$")
+
+
+def option_key(line: str) -> str | None:
+    """The option name a job-file line sets (`bs=4k` → `bs`, `direct` → `direct`), else None."""
+    text = line.strip()
+    if not text or text[0] in "#;" or _SECTION.match(text):
+        return None
+    return text.split("=", 1)[0].strip().lower()
+
+
+def sections(text: str) -> list[str]:
+    return [m.group(1).strip() for line in text.splitlines() if (m := _SECTION.match(line))]
+
+
+def apply_overrides(text: str, overrides: Mapping[str, str | None]) -> str:
+    """The job text with `overrides` (option → value, None = remove) applied to every job."""
+    if not overrides:
+        return text
+    wanted = {key.lower(): value for key, value in overrides.items()}
+    out: list[str] = []
+    for line in text.splitlines():
+        key = option_key(line)
+        if key in wanted:
+            continue  # dropped here; set once in [global] below
+        out.append(line)
+    settings = [_option(key, value) for key, value in wanted.items() if value is not None]
+    if not settings:
+        return "\n".join(out) + "\n"
+    for i, line in enumerate(out):
+        m = _SECTION.match(line)
+        if m and m.group(1).strip() == "global":
+            out[i + 1 : i + 1] = settings
+            break
+    else:
+        out[0:0] = ["[global]", *settings]
+    return "\n".join(out) + "\n"
+
+
+def _option(key: str, value: str) -> str:
+    return key if value == "" else f"{key}={value}"
+
+
+def fio_available() -> bool:
+    return shutil.which("fio") is not None
+
+
+@lru_cache(maxsize=256)
+def check_job(text: str) -> str | None:
+    """fio's complaint about the job text (placeholders filled with dummy paths), or None.
+
+    Returns None without checking when fio is not installed; the lab fails later then.
+    """
+    fio = shutil.which("fio")
+    if fio is None:
+        return None
+    count = 1 + max((device_index(n) or 0) for n in [*names_in(text), "dev"])
+    with tempfile.TemporaryDirectory(prefix="iolab-parse-") as tmp:
+        mounts = [f"{tmp}/mnt{i}" for i in range(count)]
+        devices = [f"{tmp}/dev{i}" for i in range(count)]
+        try:
+            rendered = render_text(text, mounts, devices, f"{tmp}/work")
+        except KeyError as e:
+            return f"unknown placeholder {{{e.args[0]}}}"
+        job = Path(tmp) / "job.fio"
+        job.write_text(rendered)
+        proc = subprocess.run(
+            [fio, "--parse-only", str(job)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    if proc.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines()]
+    noise = ("dropped", "valid values")
+    useful = [
+        ln for ln in lines if ln and not ln.startswith(":") and not any(n in ln for n in noise)
+    ]
+    message = "; ".join(useful[:2]) or f"fio --parse-only exited with {proc.returncode}"
+    return message.removeprefix("fio: ")
+
+
+def offending_option(message: str) -> str | None:
+    """`Bad option <fsyncc=1>` / `failed parsing rw=bogus` → the `key=value` text fio blamed."""
+    m = re.search(r"<([^>]+)>|failed parsing (\S+)", message)
+    if m is None:
+        return None
+    return m.group(1) or m.group(2)

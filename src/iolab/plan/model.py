@@ -1,0 +1,153 @@
+"""A plan after validation and expansion: plain frozen data, what the lab consumes.
+
+`load_plan(path, profile)` (iolab.plan) returns a `Plan`; `Plan.cases` holds one `Case` per
+(variant × matrix cell), fully resolved: every default filled in, sizes converted to bytes,
+matrix values and `vars:` substituted, fio `fio:` overrides merged into the job text.
+Repetitions are *not* multiplied in: the lab runs `Plan.repeat` randomized complete blocks,
+each block running every case once in a fresh random order (seeded by `Plan.seed`).
+
+Only placeholders that depend on the machine remain in workload text/argv; the lab fills them
+with `iolab.plan.placeholders.render_workload(workload, mounts, devices, workdir)`:
+
+    {mnt}  {mnt0} {mnt1} ...   mount points (one filesystem per target device; {mnt} = {mnt0})
+    {dev}  {dev0} {dev1} ...   block device paths, e.g. /dev/loop7 ({dev} = {dev0})
+    {workdir}                  a private scratch directory for the sample (not on the target)
+    {{ and }}                  literal braces
+
+Conventions: sequences are tuples; mappings are plain dicts that nobody mutates; sizes are
+bytes (int); times are seconds (float).  `TargetSpec.count` is how many loop images / devices
+the workload needs (the highest {devN}/{mntN} index + 1, or the plan's `count`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from iolab.model.metrics import Direction
+
+TargetKind = Literal["loop", "device"]
+Backing = Literal["ram", "disk"]
+FsType = Literal["ext4", "xfs", "btrfs"]
+WorkloadKind = Literal["fio", "xfs_io", "dd", "command"]
+MkfsWhen = Literal["per-sample", "per-run"]
+OnFailure = Literal["continue", "stop"]
+
+# Monitor names a plan may list (iolab.monitors implements them).  A monitor that cannot run
+# for a case (jbd2 on xfs) reports itself unavailable at run time; the plan does not refuse it.
+KNOWN_MONITORS: tuple[str, ...] = (
+    "jbd2",
+    "diskstats",
+    "vmstat",
+    "cpu",
+    "hist.writepages",
+    "hist.jbd2_handles",
+    "hist.rq_size",
+)
+
+# Placeholders the lab fills at run time (everything else is substituted by the plan layer).
+LAB_PLACEHOLDERS: tuple[str, ...] = ("mnt", "dev", "workdir")  # plus mntN / devN
+
+
+@dataclass(frozen=True)
+class Kpi:
+    """A metric the verdict is about, and which way is better."""
+
+    metric: str  # e.g. "write.iops", "write.bw_bytes"
+    direction: Direction  # HIGHER or LOWER (never NEUTRAL: validation refuses it)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Where the workload runs: loop images iolab creates, or designated block devices."""
+
+    kind: TargetKind
+    count: int  # number of images / devices the workload needs (>= 1)
+    size_bytes: int = 0  # loop: size of each image; device: 0
+    backing: Backing = "ram"  # loop: "ram" = image in /dev/shm, "disk" = image in `directory`
+    directory: str | None = None  # loop + disk: where the images go (None = lab's default)
+    devices: tuple[str, ...] = ()  # device: the designated /dev paths (len == count)
+
+
+@dataclass(frozen=True)
+class FilesystemSpec:
+    """One filesystem made on every target device (and mounted at {mntN})."""
+
+    type: FsType
+    mkfs_options: tuple[str, ...] = ()  # argv words, e.g. ("-m", "1", "-b", "4096")
+    mount_options: str = ""  # as given to mount -o, e.g. "noatime,nodiratime,data=ordered"
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    """How to pull the KPI out of a `command` workload's stdout."""
+
+    name: str  # metric name, e.g. "write.bw_bytes"
+    pattern: str  # Python regex with exactly one group; the last match wins
+    scale: float = 1.0  # multiply the captured number (e.g. 1048576 for MiB/s → B/s)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One thing to execute.  fio: `fio_text` is the whole job file; others: `argv`."""
+
+    kind: WorkloadKind
+    fio_text: str | None = None  # fio only: job file text, overrides applied
+    argv: tuple[str, ...] = ()  # xfs_io/dd/command: full argv incl. program ("xfs_io", "-f", ..)
+    metric: MetricRule | None = None  # command only
+
+
+@dataclass(frozen=True)
+class PrepareSpec:
+    """What the lab does before each sample to make samples comparable."""
+
+    mkfs: MkfsWhen = "per-sample"  # fresh filesystem before every sample, or once per run
+    drop_caches: bool = True  # sync; echo 3 > /proc/sys/vm/drop_caches before the sample
+    fstrim: bool = False  # fstrim the mount point (or blkdiscard when no filesystem)
+    fill: WorkloadSpec | None = None  # precondition step, not measured
+    warmup: WorkloadSpec | None = None  # run before the measured workload, not measured
+    settle_s: float = 0.0  # sleep after preparation, before the measured workload
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fully resolved configuration: a variant in one matrix cell."""
+
+    index: int  # position in Plan.cases
+    key: str  # stable label: "fsync", "writers=10/dirty=100M/fs=ext4", "default"
+    variant: str | None  # None when the plan has no variants
+    cell: dict[str, str]  # matrix dimension -> value as written in the plan
+    target: TargetSpec
+    filesystem: FilesystemSpec | None  # None: raw block devices
+    sysctls: dict[str, str]  # "vm.dirty_bytes" -> "104857600" (sizes already in bytes)
+    queue: dict[str, str]  # "scheduler", "nr_requests", "iosched.fifo_batch" -> value
+    workload: WorkloadSpec
+    prepare: PrepareSpec
+    cpus: tuple[int, ...] | None  # taskset CPU list for the workload; None = no placement
+    monitors: tuple[str, ...]  # names from KNOWN_MONITORS
+    timeout_s: float  # kill the sample's workload after this long
+    vars: dict[str, str] = field(default_factory=dict)  # placeholder values used (provenance)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan file, expanded into cases."""
+
+    name: str
+    description: str
+    path: str  # the plan file as given
+    text: str  # the plan file's exact text (stored as provenance)
+    sha256: str  # hex digest of `text` (utf-8)
+    profile: str | None  # the profile applied, e.g. "quick"
+    cases: tuple[Case, ...]
+    repeat: int  # number of randomized complete blocks
+    kpis: tuple[Kpi, ...]
+    on_failure: OnFailure
+    seed: int | None  # block-order seed; None = the lab draws one and records it
+    variants: tuple[str, ...]  # names in plan order ((): no variants)
+    baseline: str | None  # the variant others are compared against (default: the first)
+    matrix: dict[str, tuple[str, ...]]  # dimension -> values, in plan order
+
+    def cases_of(self, variant: str | None) -> tuple[Case, ...]:
+        """The cases of one variant, in matrix order."""
+        return tuple(c for c in self.cases if c.variant == variant)

@@ -1,0 +1,452 @@
+"""One reader per configuration section: a merged Node in, a resolved spec out.
+
+Every reader checks its keys (unknown ones are errors with a "did you mean") and its values,
+and raises PlanError at the line the offending value came from — the variant, matrix or
+profile line when the value was merged in from there.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from iolab.plan import placeholders
+from iolab.plan.fiojob import apply_overrides
+from iolab.plan.model import (
+    KNOWN_MONITORS,
+    FilesystemSpec,
+    FsType,
+    MetricRule,
+    PrepareSpec,
+    TargetSpec,
+    WorkloadSpec,
+)
+from iolab.plan.nodes import Node, did_you_mean
+from iolab.plan.values import (
+    read_bool,
+    read_choice,
+    read_duration,
+    read_int,
+    read_size,
+    read_str,
+    read_str_list,
+)
+
+FS_TYPES = ("ext4", "xfs", "btrfs")
+SCHEDULERS = ("none", "mq-deadline", "bfq", "kyber")
+# /sys/block/<dev>/queue attributes a plan may set; `iosched.NAME` reaches queue/iosched/NAME.
+QUEUE_KEYS = (
+    "scheduler",
+    "nr_requests",
+    "read_ahead_kb",
+    "max_sectors_kb",
+    "rq_affinity",
+    "nomerges",
+    "rotational",
+    "add_random",
+    "iostats",
+    "wbt_lat_usec",
+    "io_poll",
+    "io_poll_delay",
+    "write_cache",
+)
+WORKLOAD_KINDS = ("fio", "fio_file", "xfs_io", "dd", "command")
+DEFAULT_LOOP_SIZE = 1 << 30
+DEFAULT_TIMEOUT_S = 600.0
+_SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
+_PROC_SYS = Path("/proc/sys")
+
+
+def check_keys(node: Node, allowed: tuple[str, ...], what: str) -> dict[str, Node]:
+    """The mapping's entries; an unknown key is an error at its own line."""
+    if not node.is_map:
+        node.fail(f"must be {what}, got {node.describe()}")
+    entries = node.items()
+    for key, value in entries.items():
+        if key not in allowed:
+            value.fail(
+                f"unknown key {key!r}{did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}",
+                at_key=True,
+            )
+    return entries
+
+
+def present(entries: Mapping[str, Node], key: str) -> Node | None:
+    """The entry unless it is missing or null."""
+    node = entries.get(key)
+    return None if node is None or node.value is None else node
+
+
+# --- target -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetDraft:
+    """The target before the workload says how many devices it needs."""
+
+    spec: TargetSpec
+    count_node: Node | None  # where `count` / `devices` was written (for count errors)
+    explicit: bool  # count given (or implied by `devices`)
+
+
+def read_target(node: Node | None) -> TargetDraft:
+    if node is None or node.value is None:
+        return TargetDraft(TargetSpec("loop", 1, DEFAULT_LOOP_SIZE), None, False)
+    keys = ("kind", "size", "backing", "directory", "count", "devices")
+    entries = check_keys(node, keys, "a mapping (kind: loop|device, size, backing, count)")
+    kind_node = present(entries, "kind")
+    kind = "device" if kind_node is None and "devices" in entries else "loop"
+    if kind_node is not None:
+        kind = read_choice(kind_node, ("loop", "device"))
+    if kind == "device":
+        for key in ("size", "backing", "directory", "count"):
+            if key in entries:
+                entries[key].fail("only for kind: loop (a device has its own size)", at_key=True)
+        dev_node = present(entries, "devices")
+        if dev_node is None:
+            node.fail("kind: device needs devices: [/dev/...]")
+        devices = read_str_list(dev_node, "a list of /dev paths")
+        for item, path in zip(dev_node.elements(), devices, strict=True):
+            if not path.startswith("/dev/"):
+                item.fail(f"must be a block device path under /dev/, got {path!r}")
+        if not devices or len(set(devices)) != len(devices):
+            dev_node.fail("must list one or more distinct devices")
+        spec = TargetSpec("device", len(devices), devices=devices)
+        return TargetDraft(spec, dev_node, True)
+    if "devices" in entries:
+        entries["devices"].fail("only for kind: device", at_key=True)
+    size_node = present(entries, "size")
+    size = DEFAULT_LOOP_SIZE if size_node is None else read_size(size_node)
+    if size_node is not None and size < (16 << 20):
+        size_node.fail(f"a loop image needs at least 16M, got {size_node.value!r}")
+    backing_node = present(entries, "backing")
+    backing = "ram" if backing_node is None else read_choice(backing_node, ("ram", "disk"))
+    dir_node = present(entries, "directory")
+    directory = None
+    if dir_node is not None:
+        if backing != "disk":
+            dir_node.fail("only with backing: disk (ram images live in /dev/shm)", at_key=True)
+        directory = read_str(dir_node, "a directory path")
+        if not directory.startswith("/"):
+            dir_node.fail(f"must be an absolute path, got {directory!r}")
+    count_node = present(entries, "count")
+    count = 1 if count_node is None else read_int(count_node, 1)
+    spec = TargetSpec(
+        "loop",
+        count,
+        size_bytes=size,
+        backing="disk" if backing == "disk" else "ram",
+        directory=directory,
+    )
+    return TargetDraft(spec, count_node, count_node is not None)
+
+
+# --- filesystem -----------------------------------------------------------------------------
+
+
+def read_filesystem(node: Node) -> FilesystemSpec | None:
+    if node.value is None or node.value == "none":
+        return None
+    entries = check_keys(
+        node, ("type", "mkfs_options", "mount_options"), "none, ext4, xfs, btrfs or a mapping"
+    )
+    type_node = present(entries, "type")
+    if type_node is None:
+        node.fail("needs type: ext4, xfs or btrfs (or write filesystem: none)")
+    fs_type = read_choice(type_node, FS_TYPES)
+    mkfs: tuple[str, ...] = ()
+    mkfs_node = present(entries, "mkfs_options")
+    if mkfs_node is not None:
+        mkfs = _words(mkfs_node)
+    mount = ""
+    mount_node = present(entries, "mount_options")
+    if mount_node is not None:
+        if mount_node.is_list:
+            mount = ",".join(read_str_list(mount_node))
+        else:
+            mount = read_str(mount_node, "mount options like noatime,data=ordered")
+        if any(c.isspace() for c in mount):
+            mount_node.fail(f"mount options are comma-separated without spaces, got {mount!r}")
+    return FilesystemSpec(cast(FsType, fs_type), mkfs, mount)
+
+
+def _words(node: Node) -> tuple[str, ...]:
+    """A list of words, or one string split like a shell would (no shell is ever run)."""
+    if node.is_list:
+        return read_str_list(node)
+    text = read_str(node, "a list of arguments or one string")
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as e:
+        node.fail(f"cannot split {text!r} into words: {e}")
+
+
+# --- knobs ------------------------------------------------------------------------------------
+
+
+def read_knobs(node: Node | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(sysctls, queue settings), values as the lab writes them (sizes in bytes)."""
+    if node is None or node.value is None:
+        return {}, {}
+    entries = check_keys(node, ("sysctl", "queue"), "a mapping with sysctl: and queue:")
+    sysctls: dict[str, str] = {}
+    sys_node = present(entries, "sysctl")
+    if sys_node is not None:
+        for name, value in check_keys(sys_node, tuple(sys_node.items()), "a mapping").items():
+            sysctls[name] = _sysctl_value(name, value)
+    queue: dict[str, str] = {}
+    queue_node = present(entries, "queue")
+    if queue_node is not None:
+        for name, value in check_keys(queue_node, tuple(queue_node.items()), "a mapping").items():
+            queue[name] = _queue_value(name, value)
+    return sysctls, queue
+
+
+def _sysctl_value(name: str, node: Node) -> str:
+    if not _SYSCTL_NAME.fullmatch(name):
+        node.fail(f"{name!r} is not a sysctl name like vm.dirty_bytes", at_key=True)
+    path = _PROC_SYS.joinpath(*name.split("."))
+    if _PROC_SYS.is_dir() and not path.exists():
+        parent = path.parent
+        siblings = (
+            [".".join([*name.split(".")[:-1], p.name]) for p in parent.iterdir()]
+            if parent.is_dir()
+            else []
+        )
+        node.fail(f"no sysctl {name!r} on this machine{did_you_mean(name, siblings)}", at_key=True)
+    if name.endswith("_bytes"):
+        return str(read_size(node, repr(name)))
+    if isinstance(node.value, bool) or not node.is_scalar or node.value is None:
+        node.fail(f"{name!r} must be a number or a word, got {node.describe()}")
+    return str(node.value)
+
+
+def _queue_value(name: str, node: Node) -> str:
+    if name.startswith("iosched."):
+        if not re.fullmatch(r"iosched\.[a-z0-9_]+", name):
+            node.fail(f"{name!r} is not a scheduler attribute like iosched.fifo_batch", at_key=True)
+    elif name not in QUEUE_KEYS:
+        node.fail(
+            f"unknown queue setting {name!r}{did_you_mean(name, QUEUE_KEYS)}; "
+            f"allowed: {', '.join(QUEUE_KEYS)}, iosched.NAME",
+            at_key=True,
+        )
+    if name == "scheduler":
+        return read_choice(node, SCHEDULERS)
+    if name.startswith("iosched."):
+        return read_str(node, "a number or a word")
+    if isinstance(node.value, str) and node.value.isdigit():
+        return node.value
+    return str(read_int(node, 0))
+
+
+# --- workloads --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a workload reader needs besides its node."""
+
+    plan_dir: Path
+    values: Mapping[str, str]  # vars and matrix dimensions, substituted now
+    has_filesystem: bool
+    used: set[str]  # names substituted so far (a matrix dimension nobody uses is an error)
+
+
+def read_workload(
+    node: Node,
+    ctx: Context,
+    fio_overrides: Mapping[str, str | None],
+    what: str = "workload",
+    overrides_node: Node | None = None,
+) -> tuple[WorkloadSpec, int]:
+    """(the workload, how many devices its placeholders need)."""
+    if node.value is None:
+        node.fail(f"{what} needs one of {', '.join(WORKLOAD_KINDS)}")
+    kinds = ", ".join(WORKLOAD_KINDS)
+    entries = check_keys(node, WORKLOAD_KINDS, f"a mapping with one of {kinds}")
+    given = [k for k in WORKLOAD_KINDS if k in entries]
+    if len(given) != 1:
+        node.fail(f"needs exactly one of {kinds}, got {', '.join(given) or 'none'}")
+    kind = given[0]
+    body = entries[kind]
+    if kind in ("fio", "fio_file"):
+        text, source = _fio_text(body, kind, ctx)
+        options = {
+            key: None if value is None else placeholders.substitute(value, ctx.values, ctx.used)
+            for key, value in fio_overrides.items()
+        }
+        spec = WorkloadSpec("fio", fio_text=apply_overrides(text, options))
+        return spec, _check_placeholders(source, [spec.fio_text or ""], ctx)
+    if overrides_node is not None and fio_overrides:
+        overrides_node.fail(f"fio option overrides need a fio workload, but it is {kind}")
+    if kind == "command":
+        centries = check_keys(body, ("argv", "metric"), "a mapping with argv: and metric:")
+        argv_node = present(centries, "argv")
+        if argv_node is None:
+            body.fail("needs argv: [program, args...]")
+        argv = _words(argv_node)
+        if not argv:
+            argv_node.fail("must name a program")
+        metric_node = present(centries, "metric")
+        if metric_node is None:
+            body.fail("needs metric: {name, regex} to read the result from its output")
+        metric = _metric_rule(metric_node)
+        spec = WorkloadSpec("command", argv=_fill(argv, ctx), metric=metric)
+        return spec, _check_placeholders(argv_node, list(spec.argv), ctx)
+    args = _words(body)
+    if not args:
+        body.fail(f"needs the {kind} arguments")
+    spec = WorkloadSpec("xfs_io" if kind == "xfs_io" else "dd", argv=(kind, *_fill(args, ctx)))
+    return spec, _check_placeholders(body, list(spec.argv), ctx)
+
+
+def _fill(words: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
+    return tuple(placeholders.substitute(w, ctx.values, ctx.used) for w in words)
+
+
+def _fio_text(body: Node, kind: str, ctx: Context) -> tuple[str, Node]:
+    if kind == "fio":
+        text = read_str(body, "the fio job file text (use a | block)")
+    else:
+        rel = read_str(body, "a path to a fio job file")
+        path = ctx.plan_dir / rel
+        try:
+            text = path.read_text()
+        except OSError as e:
+            body.fail(f"cannot read {str(path)!r}: {e.strerror}")
+    text = placeholders.substitute(text, ctx.values, ctx.used)
+    if not any(True for line in text.splitlines() if line.strip().startswith("[")):
+        body.fail("the fio job file has no [job] section")
+    return text, body
+
+
+def _metric_rule(node: Node) -> MetricRule:
+    entries = check_keys(node, ("name", "regex", "scale"), "a mapping with name: and regex:")
+    name_node, regex_node = present(entries, "name"), present(entries, "regex")
+    if name_node is None or regex_node is None:
+        node.fail("needs name: (metric name, e.g. write.bw_bytes) and regex: (one group)")
+    name = read_str(name_node, "a metric name")
+    pattern = read_str(regex_node, "a regular expression")
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as e:
+        regex_node.fail(f"not a valid regular expression: {e}")
+    if groups != 1:
+        regex_node.fail(f"needs exactly one (group) around the number, has {groups}")
+    scale = 1.0
+    scale_node = present(entries, "scale")
+    if scale_node is not None:
+        if isinstance(scale_node.value, bool) or not isinstance(scale_node.value, int | float):
+            scale_node.fail(f"must be a number, got {scale_node.describe()}")
+        scale = float(scale_node.value)
+    return MetricRule(name, pattern, scale)
+
+
+def _check_placeholders(node: Node, texts: list[str], ctx: Context) -> int:
+    """Every placeholder left must be the lab's; returns the device count they need."""
+    needed = 1
+    for text in texts:
+        for name in placeholders.names_in(text):
+            if not placeholders.is_lab_placeholder(name):
+                known = [*ctx.values, "mnt", "dev", "workdir"]
+                node.fail(f"unknown placeholder {{{name}}}{did_you_mean(name, known)}")
+            if name.startswith("mnt") and not ctx.has_filesystem:
+                node.fail(f"{{{name}}} needs a filesystem, but this case has filesystem: none")
+            index = placeholders.device_index(name)
+            if index is not None:
+                needed = max(needed, index + 1)
+    return needed
+
+
+# --- prepare, monitors, cpus ---------------------------------------------------------------
+
+
+def read_prepare(
+    node: Node | None, ctx: Context, workload: WorkloadSpec
+) -> tuple[PrepareSpec, int]:
+    """(the preparation, devices its fill/warmup placeholders need)."""
+    if node is None or node.value is None:
+        return PrepareSpec(), 1
+    keys = ("mkfs", "drop_caches", "fstrim", "fill", "warmup", "settle")
+    entries = check_keys(node, keys, f"a mapping with {', '.join(keys)}")
+    needed = 1
+    mkfs_node = present(entries, "mkfs")
+    mkfs = "per-sample" if mkfs_node is None else read_choice(mkfs_node, ("per-sample", "per-run"))
+    drop = present(entries, "drop_caches")
+    trim = present(entries, "fstrim")
+    fill = None
+    fill_node = present(entries, "fill")
+    if fill_node is not None:
+        fill, n = read_workload(fill_node, ctx, {}, "prepare.fill")
+        needed = max(needed, n)
+    warmup = None
+    warm_node = present(entries, "warmup")
+    if warm_node is not None:
+        if warm_node.is_map:
+            warmup, n = read_workload(warm_node, ctx, {}, "prepare.warmup")
+            needed = max(needed, n)
+        else:
+            seconds = read_duration(warm_node)
+            if workload.kind != "fio" or workload.fio_text is None:
+                warm_node.fail("warm-up in seconds needs a fio workload; give a workload instead")
+            text = apply_overrides(
+                workload.fio_text,
+                {"runtime": f"{seconds:g}s", "time_based": "", "ramp_time": None},
+            )
+            warmup = WorkloadSpec("fio", fio_text=text)
+    settle_node = present(entries, "settle")
+    spec = PrepareSpec(
+        mkfs="per-run" if mkfs == "per-run" else "per-sample",
+        drop_caches=True if drop is None else read_bool(drop),
+        fstrim=False if trim is None else read_bool(trim),
+        fill=fill,
+        warmup=warmup,
+        settle_s=0.0 if settle_node is None else read_duration(settle_node),
+    )
+    return spec, needed
+
+
+def read_monitors(node: Node | None) -> tuple[str, ...]:
+    if node is None or node.value is None:
+        return ()
+    if not node.is_list:
+        node.fail(f"must be a list of monitor names, got {node.describe()}")
+    names = tuple(read_choice(item, KNOWN_MONITORS) for item in node.elements())
+    return tuple(dict.fromkeys(names))
+
+
+def read_fio_overrides(node: Node | None) -> dict[str, str | None]:
+    """`fio: {fsync: 1, direct: true, ramp_time: null}` → option → text (None: remove)."""
+    if node is None or node.value is None:
+        return {}
+    if not node.is_map:
+        node.fail(f"must be a mapping of fio options, got {node.describe()}")
+    out: dict[str, str | None] = {}
+    for key, value in node.items().items():
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", key):
+            value.fail(f"{key!r} is not a fio option name", at_key=True)
+        if value.value is None:
+            out[key] = None
+        elif isinstance(value.value, bool):
+            out[key] = "1" if value.value else "0"
+        else:
+            out[key] = read_str(value, "a fio option value")
+    return out
+
+
+def read_vars(node: Node | None) -> dict[str, str]:
+    if node is None or node.value is None:
+        return {}
+    if not node.is_map:
+        node.fail(f"must be a mapping of placeholder names to values, got {node.describe()}")
+    out: dict[str, str] = {}
+    for key, value in node.items().items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) or placeholders.is_lab_placeholder(key):
+            value.fail(f"{key!r} cannot be a placeholder name", at_key=True)
+        out[key] = read_str(value, "a number or a word")
+    return out

@@ -1,0 +1,252 @@
+"""Adaptive A/B: decide after every block without inflating the false-alarm rate.
+
+Design.  `iolab ab` runs randomized complete blocks: each block runs A and B once, in an order
+drawn at random.  For block i let d_i = log(B_i) - log(A_i).  If B differs from A by a constant
+factor exp(delta), then d_i - delta = s_i * D_i, where D_i is the difference of the machine's
+noise between the block's two positions and s_i = +-1 is the coin that chose the order.  So,
+given everything before block i and the magnitude |d_i - delta|, the sign of d_i - delta is a
+fair coin — whatever the drift, autocorrelation or distribution of the noise.  That symmetry
+is all the test needs; it is guaranteed by the randomization, not assumed.
+
+Test by betting.  To test "the shift is delta0", a gambler starts with wealth 1 and at block i
+stakes a fraction lambda_i (chosen from the past only) on
+    g_i = sign(x_i) * R_i / i,      x_i = d_i - delta0,
+where R_i is the rank of |x_i| among |x_1|..|x_i| (a sequential signed-rank score: robust to
+outlier runs, scale-free).  Wealth W_i = W_{i-1} * (1 + lambda_i g_i).  Under the null, g_i has
+conditional mean 0, so W is a non-negative martingale and, by Ville's inequality,
+P(W ever reaches 1/alpha) <= alpha: the rule may look after every block, forever.
+lambda_i is the predictable plug-in ("aGRAPA") Kelly bet  mean(g) / (mean(g)^2 + var(g))  of the
+past scores, shrunk towards 0 early and clipped to [0, 0.8]; one gambler bets that B is
+larger, one that it is smaller, and the two-sided wealth is their average.  Because g is a
+non-decreasing function of x_i, a gambler betting against "delta >= m" is a supermartingale
+for every delta >= m, so composite one-sided nulls are handled by their boundary.
+
+Decisions (each an error of at most alpha):
+- regression / improvement: two-sided wealth at delta0 = 0 reaches 1/alpha;
+- no change within ±m: the gambler against "delta >= log(1+m)" AND the gambler against
+  "delta <= log(1-m)" have both reached 1/alpha (two one-sided tests, each at alpha);
+- inconclusive: the block budget ran out first.
+The interval shown is the confidence sequence {delta0 : two-sided wealth(delta0) < 1/alpha} on
+a grid, intersected over time — valid at every block simultaneously.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from iolab.model.metrics import Direction, metric_info
+from iolab.stats.shift import from_pct, paired_shift, to_pct
+from iolab.stats.types import SequentialState, SequentialVerdict
+from iolab.stats.verdict import runs_needed
+
+LAMBDA_MAX = 0.8
+PRIOR_WEIGHT = 2.0  # pseudo-observations of g = 0 that shrink early bets (tuned by bench/)
+PRIOR_VAR = 1.0 / 3.0  # E[g^2] under the null for g uniform-ish on [-1, 1]
+
+
+def _grid(down: float, up: float) -> NDArray[np.float64]:
+    """Shifts tested for the displayed interval: dense near 0, always holding 0 and ±margin."""
+    u = np.linspace(-1.0, 1.0, 801)
+    g = 0.7 * np.sinh(4.0 * u) / math.sinh(4.0)
+    return np.unique(np.concatenate([g, [0.0, down, up]]))
+
+
+class _Bettors:
+    """Two one-sided betting martingales for each null shift in `nulls` (vectorised)."""
+
+    def __init__(self, nulls: NDArray[np.float64]) -> None:
+        self.nulls = nulls
+        self.abs_hist: list[NDArray[np.float64]] = []
+        self.sum_g = np.zeros(nulls.size)
+        self.sum_g2 = np.zeros(nulls.size)
+        self.log_up = np.zeros(nulls.size)  # bets that the true shift is above the null
+        self.log_down = np.zeros(nulls.size)
+        self.max_log_up = np.full(nulls.size, -np.inf)
+        self.max_log_down = np.full(nulls.size, -np.inf)
+        self.max_log_two = np.full(nulls.size, -np.inf)
+
+    def update(self, d: float) -> None:
+        x = d - self.nulls
+        ax = np.abs(x)
+        self.abs_hist.append(ax)
+        k = len(self.abs_hist)
+        hist = np.vstack(self.abs_hist)  # (k, G)
+        rank = (hist < ax).sum(axis=0) + 0.5 * ((hist == ax).sum(axis=0) + 1)
+        g = np.sign(x) * rank / k
+        n_past = k - 1
+        mean = self.sum_g / (n_past + PRIOR_WEIGHT)
+        second = (self.sum_g2 + PRIOR_WEIGHT * PRIOR_VAR) / (n_past + PRIOR_WEIGHT)
+        lam = mean / np.maximum(second, 1e-12)
+        lam_up = np.clip(lam, 0.0, LAMBDA_MAX)
+        lam_down = np.clip(-lam, 0.0, LAMBDA_MAX)
+        self.log_up += np.log1p(lam_up * g)
+        self.log_down += np.log1p(-lam_down * g)
+        self.sum_g += g
+        self.sum_g2 += g * g
+        two = np.logaddexp(self.log_up, self.log_down) - math.log(2.0)
+        self.max_log_up = np.maximum(self.max_log_up, self.log_up)
+        self.max_log_down = np.maximum(self.max_log_down, self.log_down)
+        self.max_log_two = np.maximum(self.max_log_two, two)
+
+
+class SequentialDecision:
+    """Sequential verdict for one KPI; feed it (a, b) pairs, one per finished block.
+
+    Pure: no I/O.  Requires that the lab randomizes the order of A and B inside each block
+    (the validity argument above rests on that coin).  `max_blocks` is the budget; None means
+    the caller stops it (e.g. on a time budget) with `finish()`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        direction: Direction | None = None,
+        alpha: float = 0.05,
+        margin_pct: float = 1.0,
+        max_blocks: int | None = None,
+        track_interval: bool = True,
+    ) -> None:
+        if not 0 < alpha < 0.5:
+            raise ValueError("alpha must be in (0, 0.5)")
+        if not 0 < margin_pct < 100:
+            raise ValueError("margin_pct must be in (0, 100)")
+        self.name = name
+        self.direction = direction if direction is not None else metric_info(name).direction
+        self.alpha = alpha
+        self.margin_pct = margin_pct
+        self.max_blocks = max_blocks
+        self.track_interval = track_interval
+        self._down, self._up = from_pct(-margin_pct), from_pct(margin_pct)
+        nulls = (
+            _grid(self._down, self._up) if track_interval else np.array([self._down, 0.0, self._up])
+        )
+        self._nulls = nulls
+        self._i0 = int(np.nonzero(nulls == 0.0)[0][0])
+        self._iup = int(np.nonzero(nulls == self._up)[0][0])
+        self._idown = int(np.nonzero(nulls == self._down)[0][0])
+        self._bettors = _Bettors(nulls)
+        self._d: list[float] = []
+        self._cs: tuple[float, float] | None = None
+        self._state: SequentialState | None = None
+        self._threshold = math.log(1.0 / alpha)
+
+    @property
+    def state(self) -> SequentialState | None:
+        return self._state
+
+    def update(self, pairs: Iterable[tuple[float, float]]) -> SequentialState:
+        """Add finished blocks (value of A, value of B) and return the new state.
+
+        Once done, further pairs are ignored: the verdict is final.
+        """
+        for a, b in pairs:
+            if self._state is not None and self._state.done:
+                break
+            if not (a > 0 and b > 0) or not (math.isfinite(a) and math.isfinite(b)):
+                raise ValueError(
+                    f"{self.name}: sequential decisions need positive values, got {a}, {b}"
+                )
+            d = math.log(b) - math.log(a)
+            self._d.append(d)
+            self._bettors.update(d)
+            self._state = self._evaluate()
+        if self._state is None:
+            self._state = self._evaluate()
+        return self._state
+
+    def finish(self, reason: str = "budget spent") -> SequentialState:
+        """Stop now (time budget, Ctrl-C): the verdict stays whatever was reached."""
+        state = self._evaluate(force_done=reason)
+        self._state = state
+        return state
+
+    def _evaluate(self, force_done: str | None = None) -> SequentialState:
+        bet = self._bettors
+        n = len(self._d)
+        log_two0 = float(bet.max_log_two[self._i0])
+        reject0 = n > 0 and log_two0 >= self._threshold
+        reject_up = n > 0 and float(bet.max_log_down[self._iup]) >= self._threshold
+        reject_down = n > 0 and float(bet.max_log_up[self._idown]) >= self._threshold
+        e_equiv = (
+            math.exp(min(float(bet.max_log_down[self._iup]), float(bet.max_log_up[self._idown])))
+            if n
+            else 1.0
+        )
+
+        verdict: SequentialVerdict = "inconclusive"
+        reason = "waiting for evidence"
+        if reject_up and reject_down:
+            verdict = "no change"
+            reason = f"change shown to lie within ±{self.margin_pct:g}%"
+        elif reject0:
+            up_side = float(bet.max_log_up[self._i0]) >= float(bet.max_log_down[self._i0])
+            worse = (not up_side) if self.direction is Direction.HIGHER else up_side
+            if self.direction is Direction.NEUTRAL:
+                verdict = (
+                    "regression" if worse else "improvement"
+                )  # neutral KPIs: read as "changed"
+            else:
+                verdict = "regression" if worse else "improvement"
+            reason = f"evidence against no difference reached 1/alpha = {1 / self.alpha:g}"
+        done = verdict != "inconclusive"
+        if not done and self.max_blocks is not None and n >= self.max_blocks:
+            done, reason = True, f"budget of {self.max_blocks} blocks spent"
+        if force_done is not None and not done:
+            done, reason = True, force_done
+
+        estimate = lo = hi = None
+        warnings: list[str] = []
+        if n and (self.track_interval or done):
+            d = np.asarray(self._d)
+            estimate = to_pct(paired_shift(d, self.alpha).estimate) if n >= 1 else None
+        if self.track_interval and n:
+            inside = bet.max_log_two < self._threshold
+            if inside.any():
+                idx = np.nonzero(inside)[0]
+                cs = (float(self._nulls[idx[0]]), float(self._nulls[idx[-1]]))
+                if self._cs is not None:
+                    merged = (max(cs[0], self._cs[0]), min(cs[1], self._cs[1]))
+                    cs = merged if merged[0] <= merged[1] else cs
+                self._cs = cs
+            if self._cs is not None:
+                lo, hi = to_pct(self._cs[0]), to_pct(self._cs[1])
+                if self._cs[0] <= self._nulls[0] or self._cs[1] >= self._nulls[-1]:
+                    warnings.append("the interval reaches the edge of the tested range (±50%)")
+        needed = None
+        if done and verdict == "inconclusive" and n >= 2:
+            d = np.asarray(self._d)
+            needed = runs_needed(
+                n_now=n,
+                log_sd=float(np.std(d, ddof=1)),
+                log_shift=float(np.median(d)),
+                margin_log=self._up,
+                alpha=self.alpha,
+                paired=True,
+            )
+            if needed is not None:
+                # a sequential test pays for looking often: plan with a 1.5x allowance
+                needed = math.ceil(needed * 1.5)
+        if n < 6 and not done:
+            warnings.append("too few blocks for any verdict yet")
+        return SequentialState(
+            name=self.name,
+            direction=self.direction,
+            n_blocks=n,
+            verdict=verdict,
+            done=done,
+            estimate_pct=estimate,
+            ci_low_pct=lo,
+            ci_high_pct=hi,
+            e_value=math.exp(log_two0) if n else 1.0,
+            e_value_equivalence=e_equiv,
+            alpha=self.alpha,
+            margin_pct=self.margin_pct,
+            runs_needed=needed,
+            reason=reason,
+            warnings=tuple(warnings),
+        )

@@ -1,0 +1,108 @@
+"""Where the store lives and how to connect to it.
+
+A location is a SQLAlchemy URL when it contains "://" (a team's PostgreSQL server), else a
+SQLite file path (the embedded default).  SQLite gets WAL, so `iolab results` can read while
+a lab run writes, foreign keys, a busy timeout, and real transactions: pysqlite's own
+transaction handling skips BEGIN before DDL, which would let a crash leave half a
+migration; the driver's handling is switched off and BEGIN emitted here (SQLAlchemy's
+documented recipe).  Write transactions take the write lock at once (BEGIN IMMEDIATE) so two
+writers wait for each other instead of failing on a stale snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from iolab.errors import StoreError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 30_000
+WRITE_OPTION = "iolab_write"
+
+
+@dataclass(frozen=True)
+class Location:
+    url: URL
+    display: str  # what messages show: the path, or the URL without its password
+    path: Path | None  # the SQLite file, if any
+
+
+def default_path() -> Path:
+    """`$XDG_DATA_HOME/iolab/iolab.db`, else `~/.local/share/iolab/iolab.db`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "iolab" / "iolab.db"
+
+
+def resolve(location: str | None) -> Location:
+    """The store a `--db` value names; None falls back to $IOLAB_DB, then the default path."""
+    if not location:
+        location = os.environ.get("IOLAB_DB") or None
+    if location and "://" in location:
+        try:
+            url = make_url(location)
+        except ArgumentError:
+            raise StoreError(f"not a database URL: {location}") from None
+        display = url.render_as_string(hide_password=True)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            return Location(url, display, Path(url.database or ""))
+        return Location(url, display, None)
+    path = Path(location).expanduser() if location else default_path()
+    return Location(URL.create("sqlite", database=str(path)), str(path), path)
+
+
+def check_file(path: Path) -> None:
+    """Refuse a path that is not, and cannot become, a SQLite store; create its directory."""
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory, not an iolab store")
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+        if head and head != SQLITE_MAGIC:
+            raise StoreError(f"{path}: not an SQLite database, so not an iolab store")
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{path.parent}: cannot create directory: {exc.strerror}") from None
+
+
+def make_engine(loc: Location) -> Engine:
+    """An engine for the location with the pragmas and transaction rules described above."""
+    if loc.path is not None:
+        check_file(loc.path)
+    try:
+        engine = create_engine(loc.url)
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise StoreError(f"cannot use store {loc.display}: {exc}") from None
+    if engine.dialect.name == "sqlite":
+        _sqlite_setup(engine)
+    return engine
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -1,0 +1,1 @@
+"""One module per schema revision; alembic finds them by their `revision` attribute."""

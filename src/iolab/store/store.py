@@ -1,0 +1,493 @@
+"""The store's API: runs and samples in, `Sample` / `RunInfo` out.
+
+Transactions follow what a crash may leave behind: `add_sample` commits one sample with all
+its metrics and bins, or nothing (the lab writes each sample as it finishes); `import_results`
+commits a whole import or nothing.  Reads load metrics and bins for all selected samples
+in a few set-based queries, never one query per sample.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine, and_, case, delete, exists, func, insert, select, update
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from iolab.errors import StoreError
+from iolab.model.result import Result
+from iolab.model.sample import RunInfo, Sample
+from iolab.store import convert
+from iolab.store.engine import WRITE_OPTION
+from iolab.store.schema import HistogramRow, MetricRow, RunRow, RunTagRow, SampleRow
+
+RUN_KINDS = ("import", "lab", "ab")
+RUN_STATUSES = ("running", "finished", "interrupted", "failed")
+SAMPLE_STATUSES = ("ok", "failed")
+_CHUNK = 500  # ids per IN (...) list: well inside every backend's parameter limit
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i : i + _CHUNK]
+
+
+def _same(stored: Any, wanted: Any) -> bool:
+    """Cell values compare as text, so a selector's `writers=10` matches a stored 10."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return text(stored) == text(wanted)
+
+
+class Store:
+    """An open results store.  Use `open_store()`; close it (or use `with`) when done."""
+
+    def __init__(self, engine: Engine, display: str) -> None:
+        self.engine = engine
+        self.location = display
+        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _session(self, write: bool = False) -> Iterator[Session]:
+        """A session whose database failures reach the user as one StoreError line."""
+        try:
+            with Session(self._writer if write else self.engine) as session:
+                yield session
+        except (OperationalError, DataError, IntegrityError) as exc:
+            first = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            raise StoreError(f"store {self.location}: {first}") from None
+
+    # -- writing --------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        kind: str,
+        label: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        plan_path: str | None = None,
+        plan_text: str | None = None,
+        plan_hash: str | None = None,
+        host: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> int:
+        """A new run in status "running"; its id."""
+        with self._session(write=True) as session:
+            run_id = self._insert_run(
+                session, kind, label, tags, plan_path, plan_text, plan_hash, host, meta
+            )
+            session.commit()
+            return run_id
+
+    def finish_run(self, run_id: int, status: str = "finished") -> None:
+        """Set a run's status; any status but "running" also stamps `finished_at`."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status {status!r} is not one of {RUN_STATUSES}")
+        finished = None if status == "running" else _now()
+        with self._session(write=True) as session:
+            done = session.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(status=status, finished_at=finished)
+            )
+            if done.rowcount == 0:  # type: ignore[attr-defined]
+                raise StoreError(f"no run {run_id} in the store")
+            session.commit()
+
+    def update_run_meta(self, run_id: int, meta: Mapping[str, Any]) -> None:
+        """Merge keys into a run's `meta` (e.g. what the lab learns only at the end)."""
+        with self._session(write=True) as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run {run_id} in the store")
+            row.meta = {**row.meta, **meta}
+            session.commit()
+
+    def add_sample(self, sample: Sample) -> int:
+        """Store one sample with its metrics and bins in one transaction; its id."""
+        with self._session(write=True) as session:
+            if session.get(RunRow, sample.run_id) is None:
+                raise StoreError(f"no run {sample.run_id} in the store")
+            sample_id = self._insert_sample(session, sample)
+            session.commit()
+            return sample_id
+
+    def import_results(
+        self, results: Sequence[Result], label: str, tags: Mapping[str, str] | None = None
+    ) -> int:
+        """One "import" run holding one sample per Result — all of them or, on error, none."""
+        if not results:
+            raise StoreError("nothing to import: no results")
+        with self._session(write=True) as session:
+            run_id = self._insert_run(
+                session, "import", label, tags, None, None, None, socket.gethostname(), None
+            )
+            for result in results:
+                self._insert_sample(session, convert.sample_from_result(result, run_id))
+            session.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(status="finished", finished_at=_now())
+            )
+            session.commit()
+            return run_id
+
+    def delete_run(self, run_id: int) -> None:
+        """Remove a run with its tags, samples, metrics and bins."""
+        with self._session(write=True) as session:
+            sample_ids = select(SampleRow.id).where(SampleRow.run_id == run_id)
+            # explicit, not only ON DELETE CASCADE: a SQLite connection without the
+            # foreign_keys pragma (an old tool, a shell) must not orphan rows either
+            session.execute(delete(MetricRow).where(MetricRow.sample_id.in_(sample_ids)))
+            session.execute(delete(HistogramRow).where(HistogramRow.sample_id.in_(sample_ids)))
+            session.execute(delete(SampleRow).where(SampleRow.run_id == run_id))
+            session.execute(delete(RunTagRow).where(RunTagRow.run_id == run_id))
+            gone = session.execute(delete(RunRow).where(RunRow.id == run_id))
+            if gone.rowcount == 0:  # type: ignore[attr-defined]
+                raise StoreError(f"no run {run_id} in the store")
+            session.commit()
+
+    @staticmethod
+    def _insert_run(
+        session: Session,
+        kind: str,
+        label: str | None,
+        tags: Mapping[str, str] | None,
+        plan_path: str | None,
+        plan_text: str | None,
+        plan_hash: str | None,
+        host: str | None,
+        meta: Mapping[str, Any] | None,
+    ) -> int:
+        if kind not in RUN_KINDS:
+            raise ValueError(f"run kind {kind!r} is not one of {RUN_KINDS}")
+        row = RunRow(
+            kind=kind,
+            label=label,
+            status="running",
+            created_at=_now(),
+            finished_at=None,
+            host=host,
+            plan_path=plan_path,
+            plan_text=plan_text,
+            plan_hash=plan_hash,
+            meta=dict(meta or {}),
+        )
+        session.add(row)
+        session.flush()
+        if tags:
+            session.execute(
+                insert(RunTagRow),
+                [{"run_id": row.id, "key": k, "value": str(v)} for k, v in tags.items()],
+            )
+        return row.id
+
+    @staticmethod
+    def _insert_sample(session: Session, sample: Sample) -> int:
+        if sample.status not in SAMPLE_STATUSES:
+            raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
+        row = SampleRow(
+            run_id=sample.run_id,
+            variant=sample.variant,
+            cell=dict(sample.cell),
+            cell_key=convert.cell_key(sample.cell),
+            block=sample.block,
+            position=sample.position,
+            status=sample.status,
+            reason=sample.reason,
+            tool=sample.tool,
+            tool_version=sample.tool_version,
+            format=sample.format,
+            source=sample.source,
+            caption=sample.caption,
+            started_at=sample.started_at,
+            finished_at=sample.finished_at,
+            provenance=dict(sample.provenance),
+            jobs=list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
+        )
+        session.add(row)
+        session.flush()
+        metric_rows = convert.metric_rows(row.id, sample)
+        if metric_rows:
+            session.execute(insert(MetricRow), metric_rows)
+        hist_rows = convert.histogram_rows(row.id, sample)
+        if hist_rows:
+            session.execute(insert(HistogramRow), hist_rows)
+        return row.id
+
+    # -- reading runs ---------------------------------------------------------------------
+
+    def runs(
+        self,
+        label: str | None = None,
+        kind: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> list[RunInfo]:
+        """Runs, oldest first, with their tags and sample counts."""
+        query = select(RunRow)
+        if label is not None:
+            query = query.where(RunRow.label == label)
+        if kind is not None:
+            query = query.where(RunRow.kind == kind)
+        query = query.where(*_tag_conditions(RunRow.id, tags))
+        with self._session() as session:
+            rows = list(session.scalars(query.order_by(RunRow.id)))
+            return _run_infos(session, rows)
+
+    def run(self, run_id: int) -> RunInfo:
+        with self._session() as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run {run_id} in the store")
+            return _run_infos(session, [row])[0]
+
+    def labels(self) -> list[str]:
+        """Every label in use, sorted."""
+        with self._session() as session:
+            query = select(RunRow.label).where(RunRow.label.is_not(None)).distinct()
+            return sorted(label for label in session.scalars(query) if label is not None)
+
+    # -- reading samples ------------------------------------------------------------------
+
+    def samples(
+        self,
+        run_id: int | None = None,
+        label: str | None = None,
+        variant: str | None = None,
+        cell: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+        status: str | None = "ok",
+        *,
+        metrics: Sequence[str] | None = None,
+        with_jobs: bool = True,
+        with_histograms: bool = True,
+    ) -> list[Sample]:
+        """Samples in the order they were stored, with their run's label and tags.
+
+        Filters combine with AND; `cell` matches samples whose cell contains every given
+        key with that value (compared as text); `label` and `tags` select via the run;
+        `status=None` means ok and failed alike.  `metrics` restricts which metric names
+        are loaded; `with_jobs=False` skips per-job metrics and bins.
+        """
+        query = select(SampleRow, RunRow.label).join(RunRow, RunRow.id == SampleRow.run_id)
+        if run_id is not None:
+            query = query.where(SampleRow.run_id == run_id)
+        if label is not None:
+            query = query.where(RunRow.label == label)
+        if variant is not None:
+            query = query.where(SampleRow.variant == variant)
+        if status is not None:
+            query = query.where(SampleRow.status == status)
+        query = query.where(*_tag_conditions(SampleRow.run_id, tags))
+        with self._session() as session:
+            found: dict[int, Sample] = {}
+            for row, run_label in session.execute(query.order_by(SampleRow.id)):
+                if cell and not all(
+                    k in row.cell and _same(row.cell[k], v) for k, v in cell.items()
+                ):
+                    continue
+                found[row.id] = _sample(row, run_label, with_jobs)
+            if not found:
+                return []
+            run_tags = _tags_of(session, {s.run_id for s in found.values()})
+            for sample in found.values():
+                sample.tags = dict(run_tags.get(sample.run_id, {}))
+            ids = list(found)
+            for chunk in _chunks(ids):
+                mquery = select(
+                    MetricRow.sample_id, MetricRow.job, MetricRow.name, MetricRow.value
+                ).where(MetricRow.sample_id.in_(chunk))
+                if metrics is not None:
+                    mquery = mquery.where(MetricRow.name.in_(list(metrics)))
+                if not with_jobs:
+                    mquery = mquery.where(MetricRow.job == convert.RESULT_LEVEL)
+                convert.fill_metrics(found, session.execute(mquery))
+                if with_histograms:
+                    hquery = select(
+                        HistogramRow.sample_id,
+                        HistogramRow.job,
+                        HistogramRow.name,
+                        HistogramRow.bin,
+                        HistogramRow.count,
+                    ).where(HistogramRow.sample_id.in_(chunk))
+                    if not with_jobs:
+                        hquery = hquery.where(HistogramRow.job == convert.RESULT_LEVEL)
+                    convert.fill_histograms(found, session.execute(hquery))
+            return list(found.values())
+
+    def done_keys(self, run_id: int, include_failed: bool = True) -> set[tuple[str, int]]:
+        """(case_key, block) of the samples a run already holds, for `iolab run --resume`.
+
+        A failed sample was run too and counts as done unless `include_failed` is False.
+        """
+        query = select(SampleRow.cell_key, SampleRow.variant, SampleRow.block).where(
+            SampleRow.run_id == run_id, SampleRow.block.is_not(None)
+        )
+        if not include_failed:
+            query = query.where(SampleRow.status == "ok")
+        with self._session() as session:
+            return {
+                (convert.case_key(key, variant), block)
+                for key, variant, block in session.execute(query)
+                if block is not None
+            }
+
+    def variants(self, run_id: int) -> list[str]:
+        """Variant names of a run, in the order first stored."""
+        query = (
+            select(SampleRow.variant, func.min(SampleRow.id).label("first"))
+            .where(SampleRow.run_id == run_id, SampleRow.variant.is_not(None))
+            .group_by(SampleRow.variant)
+            .order_by("first")
+        )
+        with self._session() as session:
+            return [v for v, _ in session.execute(query) if v is not None]
+
+    def cells(self, run_id: int) -> list[dict[str, Any]]:
+        """The distinct matrix cells of a run, in the order first stored."""
+        query = (
+            select(SampleRow.cell_key, func.min(SampleRow.id).label("first"))
+            .where(SampleRow.run_id == run_id)
+            .group_by(SampleRow.cell_key)
+            .order_by("first")
+        )
+        with self._session() as session:
+            firsts = [first for _, first in session.execute(query)]
+            if not firsts:
+                return []
+            rows = session.execute(
+                select(SampleRow.id, SampleRow.cell).where(SampleRow.id.in_(firsts))
+            )
+            cells = {sample_id: cell for sample_id, cell in rows}
+            return [dict(cells[i]) for i in firsts]
+
+    def metric_names(self, run_id: int | None = None, label: str | None = None) -> list[str]:
+        """Result-level metric names present in the selected samples, sorted."""
+        query = (
+            select(MetricRow.name)
+            .join(SampleRow, SampleRow.id == MetricRow.sample_id)
+            .join(RunRow, RunRow.id == SampleRow.run_id)
+            .where(MetricRow.job == convert.RESULT_LEVEL)
+            .distinct()
+        )
+        if run_id is not None:
+            query = query.where(SampleRow.run_id == run_id)
+        if label is not None:
+            query = query.where(RunRow.label == label)
+        with self._session() as session:
+            return sorted(session.scalars(query))
+
+
+def _tag_conditions(run_id_col: Any, tags: Mapping[str, str] | None) -> list[Any]:
+    """One EXISTS per tag: the run must carry every given key with that value."""
+    return [
+        exists().where(
+            and_(RunTagRow.run_id == run_id_col, RunTagRow.key == key, RunTagRow.value == value)
+        )
+        for key, value in (tags or {}).items()
+    ]
+
+
+def _tags_of(session: Session, run_ids: set[int]) -> dict[int, dict[str, str]]:
+    out: dict[int, dict[str, str]] = {}
+    ids = sorted(run_ids)
+    for chunk in _chunks(ids):
+        rows = session.execute(
+            select(RunTagRow.run_id, RunTagRow.key, RunTagRow.value)
+            .where(RunTagRow.run_id.in_(chunk))
+            .order_by(RunTagRow.run_id, RunTagRow.key)
+        )
+        for run_id, key, value in rows:
+            out.setdefault(run_id, {})[key] = value
+    return out
+
+
+def _run_infos(session: Session, rows: list[RunRow]) -> list[RunInfo]:
+    if not rows:
+        return []
+    ids = [row.id for row in rows]
+    tags = _tags_of(session, set(ids))
+    counts: dict[int, tuple[int, int]] = {}
+    for chunk in _chunks(ids):
+        query = (
+            select(
+                SampleRow.run_id,
+                func.count(),
+                func.sum(case((SampleRow.status == "failed", 1), else_=0)),
+            )
+            .where(SampleRow.run_id.in_(chunk))
+            .group_by(SampleRow.run_id)
+        )
+        for run_id, total, failed in session.execute(query):
+            counts[run_id] = (int(total), int(failed or 0))
+    return [
+        RunInfo(
+            id=row.id,
+            kind=row.kind,
+            label=row.label,
+            status=row.status,
+            created_at=row.created_at,
+            finished_at=row.finished_at,
+            plan_text=row.plan_text,
+            plan_hash=row.plan_hash,
+            plan_path=row.plan_path,
+            host=row.host,
+            tags=tags.get(row.id, {}),
+            meta=dict(row.meta),
+            n_samples=counts.get(row.id, (0, 0))[0],
+            n_failed=counts.get(row.id, (0, 0))[1],
+        )
+        for row in rows
+    ]
+
+
+def _sample(row: SampleRow, label: str | None, with_jobs: bool) -> Sample:
+    return Sample(
+        id=row.id,
+        run_id=row.run_id,
+        status=row.status,
+        reason=row.reason,
+        variant=row.variant,
+        cell=dict(row.cell),
+        block=row.block,
+        position=row.position,
+        tool=row.tool,
+        tool_version=row.tool_version,
+        format=row.format,
+        source=row.source,
+        caption=row.caption,
+        provenance=dict(row.provenance),
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        label=label,
+        job_metrics={job: {} for job in row.jobs} if with_jobs else {},
+    )
+

@@ -1,0 +1,107 @@
+"""The change journal: undo order, scopes, cleanup after a killed owner, block orders."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from iolab.lab import journal as jr
+from iolab.lab.runner import block_order
+
+
+def test_undo_runs_newest_first_and_removes_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "setting"
+    target.write_text("original")
+    j = jr.Journal.open(tmp_path / "journal")
+    j.record("write", path=str(target), value="original")
+    target.write_text("first change")
+    j.record("write", path=str(target), value="first change")
+    target.write_text("second change")
+    assert j.undo_all() == []
+    assert target.read_text() == "original"  # reversed: the first change's undo ran last
+    j.close()
+    assert not j.path.exists()
+
+
+def test_every_line_is_on_disk_before_the_change(tmp_path: Path) -> None:
+    j = jr.Journal.open(tmp_path)
+    j.record("rmdir", path=str(tmp_path / "x"))
+    lines = [json.loads(line) for line in j.path.read_text().splitlines()]
+    assert lines[0]["op"] == "open" and lines[0]["pid"] == os.getpid()
+    assert lines[1] == {"op": "change", "id": 1, "kind": "rmdir", "undo": {"path": str(tmp_path / "x")}}
+    j.close()
+
+
+def test_scope_undoes_only_its_own_changes_even_on_error(tmp_path: Path) -> None:
+    outer, inner = tmp_path / "outer", tmp_path / "inner"
+    j = jr.Journal.open(tmp_path / "j")
+    j.record("rmdir", path=str(outer))
+    outer.mkdir()
+    with pytest.raises(RuntimeError), j.scope():
+        j.record("rmdir", path=str(inner))
+        inner.mkdir()
+        raise RuntimeError("workload crashed")
+    assert outer.exists() and not inner.exists()
+    j.close()
+    assert not outer.exists()
+
+
+def test_unknown_undo_action_is_refused(tmp_path: Path) -> None:
+    j = jr.Journal.open(tmp_path)
+    with pytest.raises(ValueError):
+        j.record("format-disk", path="/dev/sda")
+    j.close()
+
+
+def test_cleanup_undoes_what_a_killed_process_left(tmp_path: Path) -> None:
+    """A real process journals a change, makes it, and dies without undoing it."""
+    directory = tmp_path / "journals"
+    setting = tmp_path / "setting"
+    setting.write_text("before")
+    script = textwrap.dedent(
+        f"""
+        import os
+        from pathlib import Path
+        from iolab.lab.journal import Journal
+        j = Journal.open(Path({str(directory)!r}))
+        j.record("write", path={str(setting)!r}, value="before")
+        Path({str(setting)!r}).write_text("changed")
+        os._exit(9)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], check=False)
+    assert proc.returncode == 9
+    assert setting.read_text() == "changed"
+    (left,) = jr.leftovers(directory)
+    assert not left.owner_alive and len(left.pending) == 1
+    assert jr.cleanup_leftover(left) == []
+    assert setting.read_text() == "before"
+    assert jr.leftovers(directory) == []
+
+
+def test_a_running_owner_is_recognised(tmp_path: Path) -> None:
+    j = jr.Journal.open(tmp_path)
+    (left,) = jr.leftovers(tmp_path)
+    assert left.owner_alive  # this test process
+    j.close()
+
+
+def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "iolab-1-1.jsonl"
+    path.write_text('{"op": "open", "pid": 1, "start": 1}\n{"op": "change", "id": 1, "ki')
+    left = jr.read_journal(path)
+    assert left.entries == []
+
+
+def test_block_orders_repeat_for_the_same_seed_and_differ_between_blocks() -> None:
+    orders = [block_order(42, block, 6) for block in range(1, 21)]
+    assert orders == [block_order(42, block, 6) for block in range(1, 21)]
+    assert all(sorted(order) == list(range(6)) for order in orders)
+    assert len({tuple(order) for order in orders}) > 10
+    assert block_order(43, 1, 6) != block_order(42, 1, 6) or block_order(43, 2, 6) != orders[1]
