@@ -211,3 +211,31 @@ def terse_key(item: Job | Result, key: str) -> str:
     if key.startswith("mixed.") and key not in item.metrics:
         return "read." + key.removeprefix("mixed.")
     return key
+
+
+SIZED_JOBS = {"seqread": "read", "seqwrite-fdatasync": "write"}  # size-based, one job each
+
+
+def job_size(job_file: Path) -> int:
+    """The `size=` a job file asks for, in bytes (`64m` → 64 MiB, as fio reads it)."""
+    match = re.search(r"^size=(\d+)([kmg]?)$", job_file.read_text(), re.MULTILINE)
+    assert match, job_file
+    return int(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2)]
+
+
+@pytest.mark.parametrize("version", [*VERSIONS, "2.2.10"])
+@pytest.mark.parametrize(("name", "direction"), SIZED_JOBS.items())
+def test_every_form_reads_back_the_size_the_job_asked_for(
+    version: str, name: str, direction: str
+) -> None:
+    """Also for fio 2.2.10, whose formats come from separate runs (it takes one output format
+    per run): a size-based job moves exactly `size` bytes in every run."""
+    base = DATA / f"fio-{version}"
+    if not base.exists():
+        pytest.skip(f"no fio-{version} fixtures")
+    size = job_size(base / "jobs" / f"{name}.fio")
+    files = sorted((base / "out").glob(f"{name}.*"))
+    assert len(files) >= 5
+    for path in files:
+        result = parse_one(path)
+        assert result.metrics[f"{direction}.io_bytes"] == size, path.name

@@ -156,10 +156,8 @@ def test_old_xfsprogs_zero_fraction_uses_ops_per_second() -> None:
 
 
 def test_zero_duration_keeps_bytes_without_rates() -> None:
-    text = (
-        "read 4096/4096 bytes at offset 0\n"
-        "4 KiB, 1 ops; 0.0000 sec (inf EiB/sec and inf ops/sec)\n"
-    )
+    stats = "4 KiB, 1 ops; 0.0000 sec (inf EiB/sec and inf ops/sec)"
+    text = f"read 4096/4096 bytes at offset 0\n{stats}\n"
     (result,) = read("zero", text)
     assert result.metrics == {"read.io_bytes": 4096.0, "read.total_ios": 1.0}
 

@@ -42,7 +42,7 @@ class ProgressReporter:
             TimeRemainingColumn(),
             console=self.console,
             transient=True,
-            disable=quiet,
+            disable=quiet or not self.console.is_terminal,
         )
         self.task = self.progress.add_task("starting", total=None)
 
@@ -140,10 +140,12 @@ def command(
             if plan_path is not None:
                 raise IolabError("give either PLAN or --resume RUN, not both")
             plan, run_id, seed = _resumed(store, resume)
+            runner.preflight(plan, destroy_data=destroy_data)
         else:
             if plan_path is None:
                 raise IolabError("missing PLAN (or --resume RUN)")
             plan = load_plan(plan_path, profile)
+            runner.preflight(plan, destroy_data=destroy_data)
             run_id, seed = runner.start_run(store, plan, label=label, tags=_parse_tags(tags))
         err = Console(stderr=True)
         if not quiet:

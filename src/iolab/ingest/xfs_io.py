@@ -12,7 +12,7 @@ duration is ops / (ops/sec); bandwidth is then bytes / duration.
 
 CSV form (`pwrite -C`): `bytes,ops,h:mm:ss.hh,bytes/sec,ops/sec` — it names no direction, so
 the direction comes from a `pwrite`/`pread` command visible on the lines just before it, and
-is "write" when none is (documented in docs/parse-json.md).
+is "write" when none is.
 """
 
 from __future__ import annotations

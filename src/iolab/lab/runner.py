@@ -28,7 +28,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from iolab.errors import IolabError, LabError, PlanError, RefusedError
-from iolab.lab import filesystem, kmsg, knobs, provenance, target, workload
+from iolab.lab import commands, filesystem, kmsg, knobs, provenance, target, workload
 from iolab.lab.journal import Journal, leftovers
 from iolab.model.sample import Sample
 from iolab.monitors.base import Monitor, MonitorContext
@@ -142,10 +142,7 @@ class LabSession:
             )
 
     def check_targets(self) -> None:
-        """Refuse designated devices that fail the safety rules, before any change is made."""
-        for spec in {case.target for case in self.plan.cases}:
-            if spec.kind == "device":
-                target.designated(list(spec.devices), destroy_data=self.destroy_data)
+        preflight(self.plan, destroy_data=self.destroy_data)
 
     def _journal(self) -> Journal:
         if self.journal is None:
@@ -421,6 +418,25 @@ class RunOutcome:
     planned: int
     stored: int  # samples stored by this process
     failed: int
+
+
+def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
+    """Refuse before any change (and before a run is created): designated devices that fail
+    the safety rules, tools that are missing."""
+    for spec in {case.target for case in plan.cases}:
+        if spec.kind == "device":
+            target.designated(list(spec.devices), destroy_data=destroy_data)
+    tools = {"losetup"} if any(c.target.kind == "loop" for c in plan.cases) else set()
+    for case in plan.cases:
+        if case.filesystem is not None:
+            tools.add(filesystem.MKFS[case.filesystem.type][0])
+        for spec in (case.workload, case.prepare.fill, case.prepare.warmup):
+            if spec is not None:
+                tools.add("fio" if spec.kind == "fio" else (spec.argv or ("",))[0])
+        if case.cpus:
+            tools.add("taskset")
+    for tool in sorted(t for t in tools if t):
+        commands.require(tool)
 
 
 def planned_samples(plan: Plan) -> int:
