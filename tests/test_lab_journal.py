@@ -34,7 +34,12 @@ def test_every_line_is_on_disk_before_the_change(tmp_path: Path) -> None:
     j.record("rmdir", path=str(tmp_path / "x"))
     lines = [json.loads(line) for line in j.path.read_text().splitlines()]
     assert lines[0]["op"] == "open" and lines[0]["pid"] == os.getpid()
-    assert lines[1] == {"op": "change", "id": 1, "kind": "rmdir", "undo": {"path": str(tmp_path / "x")}}
+    assert lines[1] == {
+        "op": "change",
+        "id": 1,
+        "kind": "rmdir",
+        "undo": {"path": str(tmp_path / "x")},
+    }
     j.close()
 
 

@@ -4,6 +4,7 @@ provenance, and the machine restored after a normal end, Ctrl-C, SIGTERM, and ki
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,7 +84,9 @@ def lab(tmp_path: Path) -> Iterator[dict[str, str]]:
             SYSCTL.write_text(sysctl_before)
 
 
-def iolab(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def iolab(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "iolab", *args],
         env=env,
@@ -107,14 +110,14 @@ def journal_lines(env: dict[str, str]) -> list[dict[str, object]]:
     out = []
     for path in Path(env["IOLAB_JOURNAL_DIR"]).glob("*.jsonl"):
         for line in path.read_text().splitlines():
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
     return out
 
 
-def wait_for_workloads(env: dict[str, str], proc: subprocess.Popen[str], count: int) -> list[dict[str, object]]:
+def wait_for_workloads(
+    env: dict[str, str], proc: subprocess.Popen[str], count: int
+) -> list[dict[str, object]]:
     """Wait until the run has started its `count`-th workload (fio running); the journal."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -154,7 +157,10 @@ def test_run_stores_every_planned_sample_with_kpi_and_provenance(
     tmp_path: Path, lab: dict[str, str]
 ) -> None:
     sysctl_before = SYSCTL.read_text()
-    ra_before = {p.parent.parent.name: p.read_text() for p in Path("/sys/block").glob("loop*/queue/read_ahead_kb")}
+    ra_before = {
+        p.parent.parent.name: p.read_text()
+        for p in Path("/sys/block").glob("loop*/queue/read_ahead_kb")
+    }
     plan = write_plan(tmp_path, repeat=2)
     proc = iolab(lab, "run", "-q", str(plan))
     assert proc.returncode == 0, proc.stderr
@@ -186,7 +192,11 @@ def test_run_stores_every_planned_sample_with_kpi_and_provenance(
     if used in ra_before:
         assert Path(f"/sys/block/{used}/queue/read_ahead_kb").read_text() == ra_before[used]
     assert not list(Path(lab["IOLAB_JOURNAL_DIR"]).glob("*.jsonl"))
-    assert not [line for line in Path("/proc/mounts").read_text().splitlines() if "/run/iolab/mnt/iolab-1-" in line and str(tmp_path) in line]
+    assert not [
+        line
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if "/run/iolab/mnt/iolab-1-" in line and str(tmp_path) in line
+    ]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -248,10 +258,14 @@ def test_failed_samples_are_stored_with_the_kernels_reason(
         repeat=1,
         extra="  # overrides below\n",
     )
-    text = plan.read_text().replace(
-        "  b: {fio: {bs: 8k}}",
-        "  b: {filesystem: {mount_options: 'noatime,iolab_no_such_option'}}",
-    ).replace("  a: {fio: {bs: 16k}}", "  a: {fio: {directory: /nonexistent/iolab}}")
+    text = (
+        plan.read_text()
+        .replace(
+            "  b: {fio: {bs: 8k}}",
+            "  b: {filesystem: {mount_options: 'noatime,iolab_no_such_option'}}",
+        )
+        .replace("  a: {fio: {bs: 16k}}", "  a: {fio: {directory: /nonexistent/iolab}}")
+    )
     plan.write_text(text)
     proc = iolab(lab, "run", "-q", str(plan))
     assert proc.returncode == 0, proc.stderr

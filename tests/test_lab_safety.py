@@ -43,7 +43,9 @@ def loop(tmp_path: Path) -> Iterator[str]:
     try:
         yield device
     finally:
-        if any(line.split()[1] == str(mnt) for line in Path("/proc/mounts").read_text().splitlines()):
+        if any(
+            line.split()[1] == str(mnt) for line in Path("/proc/mounts").read_text().splitlines()
+        ):
             subprocess.run(["umount", str(mnt)], check=False)
         subprocess.run(["losetup", "-d", device], check=False)
         image.unlink()
@@ -98,7 +100,9 @@ def test_mounted_device_is_refused(tmp_path: Path, loop: str) -> None:
     assert proc.returncode == EXIT_REFUSED, proc.stderr
     assert proc.stderr.count("\n") == 1 and "mounted on" in proc.stderr
     # the refused run touched nothing: the filesystem is still mounted where it was
-    assert any(line.split()[1] == str(mnt) for line in Path("/proc/mounts").read_text().splitlines())
+    assert any(
+        line.split()[1] == str(mnt) for line in Path("/proc/mounts").read_text().splitlines()
+    )
 
 
 def test_signature_needs_destroy_data(tmp_path: Path, loop: str) -> None:
@@ -108,7 +112,9 @@ def test_signature_needs_destroy_data(tmp_path: Path, loop: str) -> None:
     proc = run_cli(tmp_path, "run", "-q", str(plan_on(tmp_path, loop)))
     assert proc.returncode == EXIT_REFUSED
     assert "--destroy-data" in proc.stderr and proc.stderr.count("\n") == 1
-    blkid = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", loop], capture_output=True, text=True)
+    blkid = subprocess.run(
+        ["blkid", "-p", "-o", "value", "-s", "TYPE", loop], capture_output=True, text=True
+    )
     assert blkid.stdout.strip() == "ext4"  # untouched
 
     proc = run_cli(tmp_path, "run", "-q", "--destroy-data", str(plan_on(tmp_path, loop)))
@@ -117,7 +123,9 @@ def test_signature_needs_destroy_data(tmp_path: Path, loop: str) -> None:
         (sample,) = store.samples(run_id=1)  # the refused attempt created no run
     assert sample.metrics["write.bw_bytes"] > 0
     assert sample.provenance["devices"][0]["name"] == Path(os.path.realpath(loop)).name
-    assert not any(line.split()[0] == loop for line in Path("/proc/mounts").read_text().splitlines())
+    assert not any(
+        line.split()[0] == loop for line in Path("/proc/mounts").read_text().splitlines()
+    )
 
 
 def test_blank_device_passes(loop: str) -> None:

@@ -123,6 +123,21 @@ BAD = [
         r"plan\.yaml:5: not valid YAML: ",
     ),
     (
+        ("kpis: [write.iops]", "kpis: [write.iops]\nmatrix:\n  d: {path: knobs.vm.x, values: [1]}"),
+        r"plan\.yaml:17: matrix\.d: path 'knobs\.vm\.x': use knobs\.sysctl\.NAME",
+    ),
+    (
+        ("name: t", "name: t\ntarget:\n  size: 1M"),
+        r"plan\.yaml:3: target\.size: a loop image needs at least 16M, got '1M'",
+    ),
+    (
+        (
+            "kpis: [write.iops]",
+            "kpis: [write.iops]\nmatrix:\n  n:\n    values: [1, 2]\n    vars: {sz: [1M]}",
+        ),
+        r"plan\.yaml:19: matrix\.n\.vars\.sz: must list one value per dimension value \(2\)",
+    ),
+    (
         ("name: t", "name: t\nprofiles:\n  quick: {repeat: -1}"),
         r"plan\.yaml:3: profiles\.quick\.repeat: must be a whole number >= 1, got -1",
     ),

@@ -161,7 +161,9 @@ def resolve(store: Store, selector: Selector, *, metrics: bool = True) -> list[S
         with_histograms=metrics,
     )
     if not samples:
-        raise SelectorError(f"selector {selector.text!r} selects no samples{_hint(store, selector)}")
+        raise SelectorError(
+            f"selector {selector.text!r} selects no samples{_hint(store, selector)}"
+        )
     return samples
 
 

@@ -38,7 +38,9 @@ from iolab.store.store import Store
 
 WORK_ROOT = Path("/run/iolab/work")
 # kernel log lines worth quoting in a failed sample's reason
-_TROUBLE = re.compile(r"error|fail|abort|corrupt|invalid|unknown|refus|warn|readonly|read-only", re.I)
+_TROUBLE = re.compile(
+    r"error|fail|abort|corrupt|invalid|unknown|refus|warn|readonly|read-only", re.I
+)
 
 
 class Terminated(KeyboardInterrupt):
@@ -430,9 +432,9 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
     for case in plan.cases:
         if case.filesystem is not None:
             tools.add(filesystem.MKFS[case.filesystem.type][0])
-        for spec in (case.workload, case.prepare.fill, case.prepare.warmup):
-            if spec is not None:
-                tools.add("fio" if spec.kind == "fio" else (spec.argv or ("",))[0])
+        for step in (case.workload, case.prepare.fill, case.prepare.warmup):
+            if step is not None:
+                tools.add("fio" if step.kind == "fio" else (step.argv or ("",))[0])
         if case.cpus:
             tools.add("taskset")
     for tool in sorted(t for t in tools if t):

@@ -1,0 +1,319 @@
+"""The human report as neutral blocks (headings, tables, lines): the terminal table and the
+markdown format render the same blocks, so both always show the same figures.
+
+Order: what was compared; the KPI verdicts (one line per cell per KPI when there are several
+cells); per group the sequential decisions (`ab`), other metrics that changed, mechanism
+evidence (monitor counters and histogram shifts, bucket by bucket), latency percentiles of
+merged bins; then the warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from iolab.report import fmt
+from iolab.report.model import Group, Report, is_evidence, is_mechanism
+from iolab.stats.types import HistogramShift, MetricComparison
+
+BlockKind = Literal["title", "heading", "table", "lines"]
+
+
+@dataclass
+class Block:
+    kind: BlockKind
+    text: str = ""
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    verdict_column: int | None = None  # which column holds a verdict (for colour)
+    right: set[int] = field(default_factory=set)  # right-aligned columns
+    lines: list[str] = field(default_factory=list)
+
+
+def describe(report: Report) -> list[str]:
+    """What was compared and how, in two or three lines."""
+    if report.mode == "by":
+        head = f"{report.b}  against  {report.a}"
+    else:
+        head = f"A: {report.a}    B: {report.b}"
+    blocks = {g.paired_blocks for g in report.groups}
+    if blocks == {None}:
+        how = "unpaired (Mann–Whitney U)"
+    else:
+        counts = sorted(b for b in blocks if b is not None)
+        shown = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+        how = f"paired by block ({shown} blocks; Wilcoxon signed-rank on log ratios)"
+    correction = report.groups[0].comparison.correction if report.groups else "holm"
+    fam = "Holm" if correction == "holm" else "Benjamini–Hochberg"
+    lines = [
+        head,
+        f"{how} · α {report.alpha:g} · no-change margin ±{report.margin_pct:g}% · "
+        f"secondary metrics: {fam}",
+    ]
+    if report.sequential:
+        lines.append("KPI verdicts: sequential test (anytime-valid; see docs/compare.md)")
+    return lines
+
+
+def _kpi_detail(group: Group) -> Block:
+    rows: list[list[str]] = []
+    for m in group.comparison.kpis:
+        for side, s in (("A", m.a), ("B", m.b)):
+            median = fmt.value(s.median, m.unit)
+            if s.median_ci_low is not None and s.median_ci_high is not None:
+                median += f" [{fmt.value(s.median_ci_low, m.unit)}, {fmt.value(s.median_ci_high, m.unit)}]"
+            sd = "—" if s.stddev is None else fmt.value(s.stddev, m.unit)
+            first = side == "A"
+            rows.append(
+                [
+                    m.name if first else "",
+                    side,
+                    str(s.n),
+                    median,
+                    fmt.value(s.mean, m.unit),
+                    sd,
+                    fmt.cv(s.cv),
+                    "" if first else fmt.pct(m.change_pct),
+                    "" if first else fmt.ci(m.ci_low_pct, m.ci_high_pct),
+                    "" if first else fmt.p_value(m.p_value),
+                    "" if first else fmt.verdict(m),
+                ]
+            )
+    return Block(
+        "table",
+        text="KPIs",
+        headers=[
+            "metric",
+            "",
+            "n",
+            "median [CI]",
+            "mean",
+            "sd",
+            "CV",
+            "change",
+            "CI",
+            "p",
+            "verdict",
+        ],
+        rows=rows,
+        verdict_column=10,
+        right={2, 4, 5, 6, 7, 9},
+    )
+
+
+def _kpi_overview(report: Report) -> Block:
+    rows = []
+    for g, m in report.kpis():
+        rows.append(
+            [
+                g.cell_text or "—",
+                f"{g.b_name} vs {g.a_name}",
+                m.name,
+                f"{fmt.value(m.a.median, m.unit)} ({m.a.n})",
+                f"{fmt.value(m.b.median, m.unit)} ({m.b.n})",
+                fmt.pct(m.change_pct),
+                fmt.ci(m.ci_low_pct, m.ci_high_pct),
+                fmt.p_value(m.p_value),
+                fmt.verdict(m),
+            ]
+        )
+    return Block(
+        "table",
+        text="KPIs (one line per cell)",
+        headers=[
+            "cell",
+            "compared",
+            "metric",
+            "A median (n)",
+            "B median (n)",
+            "change",
+            "CI",
+            "p",
+            "verdict",
+        ],
+        rows=rows,
+        verdict_column=8,
+        right={3, 4, 5, 7},
+    )
+
+
+def _metric_rows(metrics: list[MetricComparison]) -> list[list[str]]:
+    return [
+        [
+            m.name,
+            f"{fmt.value(m.a.median, m.unit)} ({m.a.n})",
+            f"{fmt.value(m.b.median, m.unit)} ({m.b.n})",
+            fmt.pct(m.change_pct),
+            fmt.ci(m.ci_low_pct, m.ci_high_pct),
+            fmt.p_value(m.p_adjusted),
+            fmt.verdict(m),
+        ]
+        for m in metrics
+    ]
+
+
+_METRIC_HEADERS = ["metric", "A median (n)", "B median (n)", "change", "CI", "p adj", "verdict"]
+
+
+def _shift_blocks(shift: HistogramShift) -> list[Block]:
+    moved = f"{100 * shift.total_variation:.1f}% of events moved"
+    means = ""
+    if shift.mean_a is not None and shift.mean_b is not None:
+        means = f"; mean {fmt.sig(shift.mean_a, 3)} → {fmt.sig(shift.mean_b, 3)}"
+    head = (
+        f"{shift.name}: {shift.verdict} (p adj {fmt.p_value(shift.p_adjusted)}, "
+        f"{shift.runs_a} vs {shift.runs_b} runs; {moved}{means})"
+    )
+    rows = [
+        [
+            b.bucket,
+            str(b.count_a),
+            f"{100 * b.share_a:.1f}%",
+            str(b.count_b),
+            f"{100 * b.share_b:.1f}%",
+            f"{100 * (b.share_b - b.share_a):+.1f}",
+        ]
+        for b in shift.buckets
+        if b.count_a or b.count_b
+    ]
+    return [
+        Block(
+            "table",
+            text=head,
+            headers=["bucket", "A events", "A share", "B events", "B share", "Δ points"],
+            rows=rows,
+            right={1, 2, 3, 4, 5},
+        )
+    ]
+
+
+def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -> list[Block]:
+    out: list[Block] = []
+    comp = group.comparison
+    if several:
+        out.append(Block("heading", text=group.title))
+    if group.sequential:
+        rows = [
+            [
+                s.name,
+                str(s.n_blocks),
+                fmt.pct(s.estimate_pct),
+                fmt.ci(s.ci_low_pct, s.ci_high_pct),
+                f"{s.e_value:.3g}",
+                f"{s.e_value_equivalence:.3g}",
+                s.verdict,
+                s.reason,
+            ]
+            for s in group.sequential
+        ]
+        out.append(
+            Block(
+                "table",
+                text=f"sequential decision (a verdict needs evidence ≥ {1 / report.alpha:g})",
+                headers=[
+                    "KPI",
+                    "blocks",
+                    "estimate",
+                    "interval",
+                    "evidence",
+                    "equiv. evidence",
+                    "verdict",
+                    "why",
+                ],
+                rows=rows,
+                verdict_column=6,
+                right={1, 2, 4, 5},
+            )
+        )
+    secondary = [m for m in comp.secondary if show_all or (is_evidence(m) and not is_mechanism(m))]
+    if secondary:
+        title = "secondary metrics" if show_all else "other metrics that changed"
+        out.append(
+            Block(
+                "table",
+                text=title,
+                headers=list(_METRIC_HEADERS),
+                rows=_metric_rows(secondary),
+                verdict_column=6,
+                right={1, 2, 3, 5},
+            )
+        )
+    mechanism = [m for m in comp.secondary if is_mechanism(m)] if not show_all else []
+    shifts = [s for s in comp.histogram_shifts if show_all or s.verdict == "changed"]
+    if mechanism:
+        lines = [
+            f"{m.name}: {fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)} "
+            f"({fmt.pct(m.change_pct)} {fmt.ci(m.ci_low_pct, m.ci_high_pct)}, "
+            f"p adj {fmt.p_value(m.p_adjusted)})"
+            for m in mechanism
+        ]
+        out.append(Block("lines", text="mechanism evidence (changed significantly)", lines=lines))
+    for shift in shifts:
+        out += _shift_blocks(shift)
+    unchanged = len(comp.secondary) - len(secondary) - len(mechanism)
+    if unchanged > 0 and not show_all:
+        out.append(
+            Block(
+                "lines",
+                lines=[
+                    f"{unchanged} other metric(s) without a significant change (--all shows them)"
+                ],
+            )
+        )
+    for lat in group.latency:
+        rows = []
+        for r in lat.rows:
+            test = r.test
+            rows.append(
+                [
+                    r.percentile,
+                    fmt.value(r.a, "ns"),
+                    fmt.value(r.b, "ns"),
+                    fmt.pct(r.change_pct),
+                    "—" if test is None else fmt.p_value(test.p_adjusted),
+                    "—" if test is None else fmt.verdict(test),
+                ]
+            )
+        out.append(
+            Block(
+                "table",
+                text=(
+                    f"{lat.name} percentiles of merged bins ({lat.runs_a} vs {lat.runs_b} runs, "
+                    f"{lat.events_a} vs {lat.events_b} I/Os; p and verdict: per-run values)"
+                ),
+                headers=["percentile", "A", "B", "change", "p adj", "verdict"],
+                rows=rows,
+                verdict_column=5,
+                right={1, 2, 3, 4},
+            )
+        )
+    warnings = _warnings(group, show_all)
+    if warnings:
+        out.append(Block("lines", text="warnings", lines=warnings))
+    return out
+
+
+def _warnings(group: Group, show_all: bool) -> list[str]:
+    comp = group.comparison
+    out = [*comp.warnings]
+    for m in comp.metrics:
+        if m.kpi or show_all or is_evidence(m):
+            out += [f"{m.name}: {w}" for w in m.warnings]
+    for s in comp.histogram_shifts:
+        if show_all or s.verdict == "changed":
+            out += [f"{s.name}: {w}" for w in s.warnings]
+    return list(dict.fromkeys(out))
+
+
+def blocks(report: Report, show_all: bool = False) -> list[Block]:
+    out = [Block("title", text="iolab compare", lines=describe(report))]
+    several = len(report.groups) > 1
+    if several:
+        out.append(_kpi_overview(report))
+    elif report.groups and report.groups[0].comparison.kpis:
+        out.append(_kpi_detail(report.groups[0]))
+    for group in report.groups:
+        out += _group_blocks(group, report, show_all, several)
+    if report.warnings:
+        out.append(Block("lines", text="notes", lines=list(report.warnings)))
+    return out
