@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -31,12 +30,13 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from baselines.benchstat import benchstat_compare  # noqa: E402
-from baselines.fsperf import fsperf_compare  # noqa: E402
-from baselines.lkp import lkp_compare  # noqa: E402
-from baselines.mmtests import mmtests_compare  # noqa: E402
-from baselines.pinpoint import pinpoint_sequential  # noqa: E402
-from iolab.stats import MetricInput, SequentialDecision, compare, compare_metric  # noqa: E402
+from baselines.benchstat import benchstat_compare
+from baselines.fsperf import fsperf_compare
+from baselines.lkp import lkp_compare
+from baselines.mmtests import mmtests_compare
+from baselines.pinpoint import pinpoint_sequential
+
+from iolab.stats import MetricInput, SequentialDecision, compare, compare_metric
 
 SHIFTS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.10)
 SEGMENT = 16
@@ -114,7 +114,9 @@ def size_u_test(blocks: Blocks, shift: float, reps: int, target: float = 0.8) ->
 
 def run_ab(blocks: Blocks, shift: float, budget: int, margin: float) -> tuple[str, int]:
     a, b = blocks.draw(budget, shift)
-    seq = SequentialDecision("write.iops", margin_pct=margin, max_blocks=budget, track_interval=False)
+    seq = SequentialDecision(
+        "write.iops", margin_pct=margin, max_blocks=budget, track_interval=False
+    )
     state = None
     for i in range(budget):
         state = seq.update([(float(a[i]), float(b[i]))])
@@ -141,8 +143,16 @@ def fwer_tables(
     any_secondary = any_table = 0
     for _ in range(reps):
         a0, b0 = blocks.draw(n, 0.0)
-        items = [MetricInput("write.iops", list(a0), list(b0), kpi=True,
-                             blocks_a=list(range(n)), blocks_b=list(range(n)))]
+        items = [
+            MetricInput(
+                "write.iops",
+                list(a0),
+                list(b0),
+                kpi=True,
+                blocks_a=list(range(n)),
+                blocks_b=list(range(n)),
+            )
+        ]
         for j in range(width - 1):
             if correlated:
                 w = rng.uniform(0.0, 1.5)
@@ -151,8 +161,16 @@ def fwer_tables(
                 b = b0**w * np.exp(rng.normal(0, sd, n))
             else:
                 a, b = blocks.draw(n, 0.0)
-            items.append(MetricInput(f"metric{j}.count", list(a), list(b), kpi=False,
-                                     blocks_a=list(range(n)), blocks_b=list(range(n))))
+            items.append(
+                MetricInput(
+                    f"metric{j}.count",
+                    list(a),
+                    list(b),
+                    kpi=False,
+                    blocks_a=list(range(n)),
+                    blocks_b=list(range(n)),
+                )
+            )
         table = compare(items)
         sec = any(m.verdict in ("regression", "improvement", "changed") for m in table.secondary)
         kpi = any(m.verdict in ("regression", "improvement", "changed") for m in table.kpis)
@@ -178,18 +196,24 @@ def main() -> None:
     blocks = Blocks(series, rng)
     t0 = time.time()
     lx = np.log(series) - np.log(series).mean()
+    cv = series.std(ddof=1) / series.mean()
+    r1 = np.dot(lx[1:], lx[:-1]) / np.dot(lx, lx)
     facts = (
-        f"n={series.size}, median {np.median(series):.0f}, CV {series.std(ddof=1) / series.mean():.1%}, "
-        f"lag-1 autocorrelation {np.dot(lx[1:], lx[:-1]) / np.dot(lx, lx):.2f}"
+        f"n={series.size}, median {np.median(series):.0f}, CV {cv:.1%}, "
+        f"lag-1 autocorrelation {r1:.2f}"
     )
     n_u, power_u = size_u_test(blocks, 0.03, reps=max(200, args.reps // 2))
     lines: list[str] = []
     out = lines.append
-    out(f"Data: `{args.data}` ({'SYNTHETIC stand-in' if synthetic else 'recorded'}; {facts}); "
-        f"{args.reps} simulated comparisons per cell, seed {args.seed}.")
+    out(
+        f"Data: `{args.data}` ({'SYNTHETIC stand-in' if synthetic else 'recorded'}; {facts}); "
+        f"{args.reps} simulated comparisons per cell, seed {args.seed}."
+    )
     out("")
-    out(f"Fixed-n unpaired U test sized for 80% power at a 3% shift: n = {n_u} runs per side "
-        f"(power {pct(power_u)} in the sizing run).")
+    out(
+        f"Fixed-n unpaired U test sized for 80% power at a 3% shift: n = {n_u} runs per side "
+        f"(power {pct(power_u)} in the sizing run)."
+    )
     out("")
 
     fixed_methods: dict[str, Callable[[np.ndarray, np.ndarray], str]] = {
@@ -200,8 +224,11 @@ def main() -> None:
         "mmtests band (mean ±1.96 sd)": lambda a, b: mmtests_compare(list(a), list(b)),
         "fsperf baseline band": lambda a, b: fsperf_compare(list(a), list(b)),
     }
-    header = "| method | runs/side | " + " | ".join(
-        "A/A false alarm" if s == 0 else f"power at {100 * s:g}%" for s in SHIFTS) + " |"
+    header = (
+        "| method | runs/side | "
+        + " | ".join("A/A false alarm" if s == 0 else f"power at {100 * s:g}%" for s in SHIFTS)
+        + " |"
+    )
     out(header)
     out("|" + "---|" * (len(SHIFTS) + 2))
     for n in (5, 10, 30, n_u):
@@ -220,8 +247,10 @@ def main() -> None:
     for label, runner in (
         (f"iolab ab (budget {n_u} blocks)", lambda s: run_ab(blocks, s, n_u, args.margin)),
         ("iolab ab (budget 400 blocks)", lambda s: run_ab(blocks, s, 400, args.margin)),
-        ("Pinpoint (10 + 10 per look, expects 3%)",
-         lambda s: run_pinpoint(blocks, s, 0.03 * float(np.median(series)), 400)),
+        (
+            "Pinpoint (10 + 10 per look, expects 3%)",
+            lambda s: run_pinpoint(blocks, s, 0.03 * float(np.median(series)), 400),
+        ),
     ):
         vals, runs = [], []
         extra: list[str] = []
@@ -235,20 +264,29 @@ def main() -> None:
                 used += n_used
             vals.append(hits / reps)
             runs.append(used / reps)
-            extra.append(f"{100 * shift:g}%: {used / reps:.0f} runs, 'no change' {pct(nochange / reps)}")
+            extra.append(
+                f"{100 * shift:g}%: {used / reps:.0f} runs, 'no change' {pct(nochange / reps)}"
+            )
         out(f"| {label} | mean {runs[3]:.0f} at 3% | " + " | ".join(pct(v) for v in vals) + " |")
         lines.append("")
         lines.append(f"  - {label}: mean runs per side by shift — " + "; ".join(extra))
         lines.append("")
     out("")
-    out("Family-wise false alarms, A/A, 1 KPI + 49 secondary metrics, 20 paired blocks, Holm:")
+    out(
+        "Family-wise false alarms, A/A, 1 KPI + 49 secondary metrics, 20 paired blocks, "
+        "graphical Holm (default):"
+    )
     out("")
-    out("| columns | tables with a false secondary discovery | tables with any false discovery (KPI included) |")
+    out(
+        "| columns | tables with a false secondary discovery "
+        "| tables with any false discovery (KPI included) |"
+    )
     out("|---|---|---|")
     fw_reps = max(100, args.reps // 2)
     for correlated in (True, False):
         sec, whole = fwer_tables(series, rng, fw_reps, 20, 50, correlated)
-        out(f"| {'correlated with the KPI' if correlated else 'independent draws'} | {pct(sec)} | {pct(whole)} |")
+        kind = "correlated with the KPI" if correlated else "independent draws"
+        out(f"| {kind} | {pct(sec)} | {pct(whole)} |")
     out("")
     out(f"({fw_reps} tables per row; run time {time.time() - t0:.0f} s)")
     text = "\n".join(lines) + "\n"

@@ -88,7 +88,7 @@ def test_writeback_matrix_sets_sysctl_bytes_fs_and_writers() -> None:
     assert case.sysctls == {"vm.dirty_bytes": str(100 * 1024 * 1024)}
     assert case.filesystem is not None and case.filesystem.type == "xfs"
     lines = (case.workload.fio_text or "").splitlines()
-    assert "numjobs=100" in lines and "size=16M" in lines
+    assert "numjobs=100" in lines and "size=11M" in lines
     assert plan.variants == () and plan.baseline is None
     assert all(c.variant is None for c in plan.cases)
 

@@ -39,25 +39,27 @@ def _p_value(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 @lru_cache(maxsize=64)
-def _high_thresholds(row_distance_iqr: float, n_max: int, sims: int = 2000) -> tuple[float, ...]:
-    """99th percentile of U-test p-values for n = 1..n_max, normal samples `row` IQR apart."""
+def _high_thresholds(row_distance_iqr: float, n_max: int, sims: int = 1000) -> dict[int, float]:
+    """99th percentile of U-test p-values at n = 10, 20, ... n_max (Pinpoint looks there),
+    for normal samples `row` IQR apart."""
     rng = np.random.default_rng(12345)
     shift = row_distance_iqr * float(stats.norm.ppf(0.75) - stats.norm.ppf(0.25))
     a = rng.normal(size=(sims, n_max))
     b = rng.normal(loc=shift, size=(sims, n_max))
-    out = [1.0]
-    for n in range(2, n_max + 1):
+    out: dict[int, float] = {}
+    for n in range(REPEAT_INCREASE, n_max + 1, REPEAT_INCREASE):
         p = stats.mannwhitneyu(
             a[:, :n], b[:, :n], axis=1, alternative="two-sided", method="asymptotic"
         ).pvalue
-        out.append(float(np.percentile(p, 99)))
-    return tuple(out)
+        out[n] = float(np.percentile(p, 99))
+    return out
 
 
 def high_threshold(magnitude_iqr: float, n: int, n_max: int = 400) -> float:
     index = min(max(int(magnitude_iqr * 10) - 5, 0), len(_ROWS) - 1)
     table = _high_thresholds(_ROWS[index], n_max)
-    return table[min(n, len(table)) - 1]
+    key = min(max(REPEAT_INCREASE, n - n % REPEAT_INCREASE), n_max)
+    return table[key]
 
 
 def pinpoint_compare(
@@ -75,6 +77,11 @@ def pinpoint_compare(
     if p > high_threshold(magnitude_iqr, n):
         return "no change"
     return "inconclusive"
+
+
+def _iqr(x: Sequence[float]) -> float:
+    q75, q25 = np.percentile(x, [75, 25])
+    return float(q75 - q25)
 
 
 def pinpoint_sequential(

@@ -1,13 +1,401 @@
-"""`iolab ab` — placeholder until its module lands (owner: see docs/architecture.md)."""
+"""`iolab ab PLAN`: adaptive A/B — randomized blocks of the plan's variants with the lab
+runner (the same `LabSession` as `iolab run`), a sequential decision per KPI after every
+block, and a stop as soon as every KPI has a verdict or the budget is spent.
+
+Every sample is stored in a run of kind "ab"; the final report is `iolab compare`'s with the
+KPI verdicts and intervals of the sequential test (iolab.stats.sequential explains why
+they stay valid although we looked after every block).
+"""
 
 from __future__ import annotations
 
-import click
+import re
+import sys
+import time
+from dataclasses import dataclass, field
 
-from iolab.errors import IolabError
+import click
+from rich.console import Console
+
+from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
+from iolab.lab import runner
+from iolab.model.sample import Sample
+from iolab.plan import load_plan
+from iolab.plan.model import Case, Plan
+from iolab.report import FORMATS
+from iolab.report.build import Options, by_report, sequential_key, with_sequential
+from iolab.report.fmt import ci, pct
+from iolab.select import Selector
+from iolab.stats import SequentialDecision, SequentialState
+from iolab.store import open_store
+from iolab.store.store import Store
+
+from .compare_cmd import check_levels, emit
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `10m`, `1.5h` → seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise IolabError(f"--max-time {text!r}: expected a duration such as 90s, 10m or 1h")
+    scale = {"m": 60.0, "min": 60.0, "h": 3600.0}.get(m.group(2) or "s", 1.0)
+    seconds = float(m.group(1)) * scale
+    if seconds <= 0:
+        raise IolabError(f"--max-time {text!r}: must be positive")
+    return seconds
+
+
+@dataclass
+class Contrast:
+    """One comparison the test decides: `other` against `baseline` in one matrix cell."""
+
+    cell: dict[str, str]
+    baseline: Case
+    other: Case
+    decisions: dict[str, SequentialDecision] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        where = " ".join(f"{k}={v}" for k, v in self.cell.items())
+        what = f"{self.other.variant} vs {self.baseline.variant}"
+        return f"{where}: {what}" if where else what
+
+
+def contrasts(plan: Plan, alpha: float, margin: float, max_blocks: int) -> list[Contrast]:
+    """Baseline against every other variant, in every matrix cell, one decision per KPI."""
+    baseline = plan.baseline or plan.variants[0]
+    out: list[Contrast] = []
+    for base in plan.cases_of(baseline):
+        for variant in plan.variants:
+            if variant == baseline:
+                continue
+            other = next((c for c in plan.cases_of(variant) if c.cell == base.cell), None)
+            if other is None:
+                continue
+            contrast = Contrast(dict(base.cell), base, other)
+            for kpi in plan.kpis:
+                contrast.decisions[kpi.metric] = SequentialDecision(
+                    kpi.metric,
+                    direction=kpi.direction,
+                    alpha=alpha,
+                    margin_pct=margin,
+                    max_blocks=max_blocks,
+                )
+            out.append(contrast)
+    return out
+
+
+class AbReporter:
+    """Shows which sample runs (a transient status line) and failures; the runner calls it."""
+
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.status = console.status("starting", spinner="dots") if not quiet else None
+
+    def __enter__(self) -> AbReporter:
+        if self.status is not None:
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def started(self, total: int, done: int) -> None:
+        pass
+
+    def sample_started(self, case: Case, block: int, position: int) -> None:
+        if self.status is not None:
+            self.status.update(f"block {block} · {case.key}")
+
+    def sample_done(self, sample: Sample, case: Case) -> None:
+        if sample.status != "ok" and not self.quiet:
+            self.console.print(
+                f"[red]✗[/] block {sample.block} {case.key}: failed: {sample.reason}",
+                highlight=False,
+            )
+
+    def warning(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
+def feed(contrast: Contrast, samples: list[Sample]) -> None:
+    """Give each KPI decision this block's (A, B) pair, when both samples measured it."""
+
+    def find(case: Case) -> Sample | None:
+        return next(
+            (
+                s
+                for s in samples
+                if s.status == "ok" and s.variant == case.variant and s.cell == dict(case.cell)
+            ),
+            None,
+        )
+
+    a, b = find(contrast.baseline), find(contrast.other)
+    if a is None or b is None:
+        return
+    for name, decision in contrast.decisions.items():
+        va, vb = a.metrics.get(name), b.metrics.get(name)
+        if va is not None and vb is not None and va > 0 and vb > 0:
+            decision.update([(va, vb)])
+
+
+def progress_line(block: int, contrast: Contrast, state: SequentialState) -> str:
+    colour = {"regression": "red", "improvement": "green", "no change": "cyan"}.get(
+        state.verdict, "yellow"
+    )
+    return (
+        f"block {block:>3} · {contrast.title} · {state.name} "
+        f"{pct(state.estimate_pct)} {ci(state.ci_low_pct, state.ci_high_pct)} · "
+        f"evidence {state.e_value:.3g} / equiv {state.e_value_equivalence:.3g} "
+        f"(need {1 / state.alpha:g}) · [{colour}]{state.verdict}[/]"
+    )
+
+
+def run_blocks(
+    store: Store,
+    plan: Plan,
+    run_id: int,
+    seed: int,
+    items: list[Contrast],
+    *,
+    max_blocks: int,
+    max_time_s: float | None,
+    destroy_data: bool,
+    console: Console,
+    quiet: bool,
+) -> tuple[str, str]:
+    """Run blocks until every decision is done or the budget is spent; (status, why)."""
+    start = time.monotonic()
+    durations: list[float] = []
+    measured = 0
+    why = f"budget of {max_blocks} blocks spent"
+    with AbReporter(console, quiet) as reporter:
+        session = runner.LabSession(plan, store, run_id, seed, destroy_data, reporter)
+        with runner.interrupts_raise(), session:
+            for block in range(1, max_blocks + 1):
+                if max_time_s is not None and durations:
+                    expected = sum(durations) / len(durations)
+                    if time.monotonic() - start + expected > max_time_s:
+                        why = f"time budget of {max_time_s:g} s spent"
+                        break
+                began = time.monotonic()
+                samples = session.run_block(block)
+                durations.append(time.monotonic() - began)
+                measured += sum(1 for s in samples if s.status == "ok")
+                if not measured and block >= 2:
+                    reason = next((s.reason for s in samples if s.reason), "no result")
+                    raise LabError(f"every sample of the first {block} blocks failed: {reason}")
+                for contrast in items:
+                    feed(contrast, samples)
+                    for decision in contrast.decisions.values():
+                        state = decision.state
+                        if state is not None and state.n_blocks > 0 and not quiet:
+                            console.print(progress_line(block, contrast, state), highlight=False)
+                if all(
+                    d.state is not None and d.state.done
+                    for c in items
+                    for d in c.decisions.values()
+                ):
+                    why = "every KPI has a verdict"
+                    break
+    return "finished", why
 
 
 @click.command("ab")
-def command() -> None:
-    """Not available yet."""
-    raise IolabError("'ab' is not implemented yet")
+@click.argument("plan_path", metavar="PLAN")
+@click.option("--quick", is_flag=True, help="Use the plan's `quick` profile.")
+@click.option("--profile", default=None, metavar="NAME", help="Use one of the plan's profiles.")
+@click.option(
+    "--margin",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="PCT",
+    help="'No change' means within ± this many percent.",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="False-alarm rate per KPI, kept despite looking after every block.",
+)
+@click.option(
+    "--max-runs",
+    "max_runs",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    metavar="N",
+    help="At most N blocks (each runs every variant once in every cell).",
+)
+@click.option(
+    "--max-time",
+    "max_time",
+    default=None,
+    metavar="DURATION",
+    help="Stop starting blocks after this long, e.g. 10m (default: no limit).",
+)
+@click.option("--label", default=None, help="A label for the run.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
+@click.option(
+    "--destroy-data", is_flag=True, help="Allow formatting a designated device that carries data."
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    default="table",
+    show_default=True,
+    help="Format of the final report.",
+)
+@click.option("--all", "show_all", is_flag=True, help="Every secondary metric in the report.")
+@click.option(
+    "--ci",
+    is_flag=True,
+    help="Exit 10 when a KPI regressed, 11 when none did but one is inconclusive.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    plan_path: str,
+    quick: bool,
+    profile: str | None,
+    margin: float,
+    alpha: float,
+    max_runs: int,
+    max_time: str | None,
+    label: str | None,
+    tags: tuple[str, ...],
+    destroy_data: bool,
+    format_name: str,
+    show_all: bool,
+    ci: bool,
+    quiet: bool,
+) -> None:
+    """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
+    improvement, or no change within ±margin) or the budget is spent; then the report."""
+    check_levels(alpha, margin)
+    if quick and profile and profile != "quick":
+        raise IolabError("--quick and --profile name different profiles")
+    max_time_s = parse_duration(max_time) if max_time is not None else None
+    plan = load_plan(plan_path, "quick" if quick else profile)
+    if len(plan.variants) < 2:
+        raise PlanError(f"{plan_path}: `iolab ab` needs a plan with at least two variants")
+    if not plan.kpis:
+        raise PlanError(f"{plan_path}: `iolab ab` needs kpis: the metrics to decide on")
+    items = contrasts(plan, alpha, margin, max_runs)
+    if not items:
+        raise PlanError(f"{plan_path}: no matrix cell holds the baseline and another variant")
+    console = Console(stderr=True)
+    store = open_store(ctx.obj.get("db") if ctx.obj else None)
+    try:
+        tag_map = _parse_tags(tags)
+        run_id, seed = runner.start_run(store, plan, label=label, tags=tag_map, kind="ab")
+        store.update_run_meta(
+            run_id,
+            {
+                "ab": {
+                    "alpha": alpha,
+                    "margin_pct": margin,
+                    "max_blocks": max_runs,
+                    "max_time_s": max_time_s,
+                }
+            },
+        )
+        if not quiet:
+            console.print(
+                f"ab run {run_id}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
+                f"{len(items)} comparison(s) × {len(plan.kpis)} KPI(s), at most {max_runs} "
+                f"blocks{f' or {max_time}' if max_time else ''}, seed {seed}",
+                highlight=False,
+            )
+        status, why, interrupted = "failed", "", False
+        try:
+            status, why = run_blocks(
+                store,
+                plan,
+                run_id,
+                seed,
+                items,
+                max_blocks=max_runs,
+                max_time_s=max_time_s,
+                destroy_data=destroy_data,
+                console=console,
+                quiet=quiet,
+            )
+        except KeyboardInterrupt:
+            status, why, interrupted = "interrupted", "interrupted", True
+        finally:
+            store.finish_run(run_id, status)
+        states = {
+            sequential_key(c.cell, str(c.baseline.variant), str(c.other.variant)): [
+                d.finish(why) if d.state is None or not d.state.done else d.state
+                for d in c.decisions.values()
+            ]
+            for c in items
+        }
+        store.update_run_meta(
+            run_id,
+            {
+                "ab_result": {
+                    "stopped": why,
+                    "states": [
+                        {
+                            "comparison": c.title,
+                            "kpi": s.name,
+                            "verdict": s.verdict,
+                            "blocks": s.n_blocks,
+                            "estimate_pct": s.estimate_pct,
+                            "ci_low_pct": s.ci_low_pct,
+                            "ci_high_pct": s.ci_high_pct,
+                        }
+                        for c in items
+                        for s in states[
+                            sequential_key(c.cell, str(c.baseline.variant), str(c.other.variant))
+                        ]
+                    ],
+                }
+            },
+        )
+        if not quiet:
+            console.print(f"ab run {run_id} {status}: {why}", highlight=False)
+        baseline = plan.baseline or plan.variants[0]
+        try:
+            report = by_report(
+                store,
+                Selector(f"run:{run_id}", run_id=run_id),
+                "variant",
+                baseline,
+                Options(alpha=alpha, margin_pct=margin),
+            )
+        except SelectorError:
+            if interrupted:
+                click.echo(f"iolab: ab run {run_id} interrupted before a block ended", err=True)
+                sys.exit(EXIT_INTERRUPTED)
+            raise LabError(f"ab run {run_id}: no block measured both variants") from None
+        report = with_sequential(report, states)
+    finally:
+        store.close()
+    if interrupted:
+        emit(report, format_name, show_all, False)
+        click.echo(f"iolab: ab run {run_id} interrupted, machine restored", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    emit(report, format_name, show_all, ci)
+
+
+def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for tag in tags:
+        key, sep, value = tag.partition("=")
+        if not sep or not key or not value:
+            raise IolabError(f"--tag {tag!r}: expected KEY=VALUE")
+        out[key] = value
+    return out

@@ -1,13 +1,138 @@
-"""`iolab compare` — placeholder until its module lands (owner: see docs/architecture.md)."""
+"""`iolab compare A [B]`: B against A for every metric both sides hold (docs/compare.md)."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import sys
 
 import click
 
 from iolab.errors import IolabError
+from iolab.report import FORMATS, RenderOptions, ci_exit_code, render
+from iolab.report.build import Options, by_report, pair_report
+from iolab.report.model import Report
+from iolab.select import parse_selector
+from iolab.store import open_store
+
+
+def check_levels(alpha: float, margin: float) -> None:
+    if not 0 < alpha < 0.5:
+        raise IolabError(f"--alpha {alpha:g}: must lie between 0 and 0.5")
+    if not 0 < margin < 100:
+        raise IolabError(f"--margin {margin:g}: must lie between 0 and 100 (percent)")
+
+
+def render_options(format_name: str, show_all: bool) -> RenderOptions:
+    """Colour only for the table on a terminal, and never with NO_COLOR set."""
+    tty = sys.stdout.isatty()
+    color = format_name == "table" and tty and "NO_COLOR" not in os.environ
+    width = shutil.get_terminal_size((140, 24)).columns if tty else 140
+    return RenderOptions(color=color, show_all=show_all, width=max(width, 80))
+
+
+def emit(report: Report, format_name: str, show_all: bool, ci: bool) -> None:
+    """Print the report; with --ci exit 10 / 11 / 0 by the KPI verdicts."""
+    click.echo(render(report, format_name, render_options(format_name, show_all)), nl=False)
+    if ci:
+        code = ci_exit_code(report)
+        if code:
+            sys.exit(code)
 
 
 @click.command("compare")
-def command() -> None:
-    """Not available yet."""
-    raise IolabError("'compare' is not implemented yet")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="[B]", required=False)
+@click.option(
+    "--by",
+    default=None,
+    metavar="DIM",
+    help="With one run: compare every value of DIM (a matrix dimension, or "
+    "'variant', the default) against the baseline, in every other cell.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="VALUE",
+    help="The value compared against (default: the plan's baseline variant, else the first).",
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="PCT",
+    help="'No change' means within ± this many percent.",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Significance level (false-alarm rate per KPI).",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="GLOB",
+    help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
+)
+@click.option(
+    "--format", "format_name", type=click.Choice(list(FORMATS)), default="table", show_default=True
+)
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="How secondary metrics' false discoveries are controlled.",
+)
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Show every secondary metric and histogram, not only the changed ones.",
+)
+@click.option(
+    "--ci",
+    is_flag=True,
+    help="Exit 10 when a KPI regressed, 11 when none did but one is inconclusive.",
+)
+@click.pass_context
+def command(
+    ctx: click.Context,
+    a: str,
+    b: str | None,
+    by: str | None,
+    baseline: str | None,
+    margin: float,
+    alpha: float,
+    metrics: tuple[str, ...],
+    format_name: str,
+    correction: str,
+    show_all: bool,
+    ci: bool,
+) -> None:
+    """Compare B against A (selectors: run:ID, ID:VARIANT, label:NAME, tag:K=V, K=V; see
+    docs/compare.md).  With only A naming a run: each variant against the baseline."""
+    check_levels(alpha, margin)
+    if b is not None and (by is not None or baseline is not None):
+        raise IolabError("--by/--baseline compare within one run: give one selector, not two")
+    options = Options(
+        alpha=alpha,
+        margin_pct=margin,
+        metrics=metrics,
+        correction="bh" if correction == "bh" else "holm",
+    )
+    sel_a = parse_selector(a)
+    sel_b = parse_selector(b) if b is not None else None
+    store = open_store(ctx.obj.get("db") if ctx.obj else None)
+    try:
+        if sel_b is None:
+            report = by_report(store, sel_a, by or "variant", baseline, options)
+        else:
+            report = pair_report(store, sel_a, sel_b, options)
+    finally:
+        store.close()
+    emit(report, format_name, show_all, ci)

@@ -70,12 +70,12 @@ def _search(pattern: str) -> Callable[[str], bool]:
 # A known line is complete when this holds; until then the lines after it are its wrapped tail.
 _COMPLETE: dict[str, Callable[[str], bool]] = {
     "options": _search(r"iodepth=\d+\s*$"),
-    "header": _search(r"pid=\d+\s*:.*\d{4}\s*$"),
+    "header": lambda text: "pid=" in text and re.search(r"\d{4}\s*$", text) is not None,
     "dir3": _search(r"msec\s*\)"),
     "dir2": _search(r"runt=\s*\d+\s*msec"),
     "lat": _search(rf"stdev=\s*{_NUM}{_SUF}\s*$"),
     "cpu": _search(r"minf=\s*\d+"),
-    "issued": _search(r"drop\w*=\S*\d\s*$"),
+    "issued": _search(r"drop\w*=[\d,/rwd=]*\d\s*$"),
     "gdir": _search(r"(?:run=\s*\d+\s*-\s*\d+|maxt=\s*\d+)\s*msec"),
     "disk": _disk_complete,
 }

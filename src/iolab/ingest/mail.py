@@ -25,7 +25,7 @@ _HEADER = re.compile(
 _NOISE = re.compile(
     r"^(?:fio-\d\S*|fio: .*|Starting \d+ (?:process|thread)e?s?.*|\.\.\.|"
     r"\S.*: \(g=\d+\): rw=.*|\S.*: Laying out IO file.*|Jobs: \d+ .*|"
-    r"[$#] .*|\S+@\S+[:~].*[$#] .*)$"
+    r"[$#] .*|[\w.-]+@[\w.-]+:[^\s$#]*[$#] .*)$"
 )
 # Lines past which a caption is never looked for: another message, a signature.
 _BOUNDARY = re.compile(

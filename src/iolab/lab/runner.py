@@ -356,7 +356,7 @@ class LabSession:
         if not case.monitors:
             return []
         try:
-            from iolab.monitors import registry  # type: ignore[attr-defined,unused-ignore]
+            from iolab.monitors import registry
         except ImportError:
             self._warn_once("monitors are not available in this build; running without them")
             return []
@@ -439,6 +439,11 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
             tools.add("taskset")
     for tool in sorted(t for t in tools if t):
         commands.require(tool)
+    names = sorted({name for case in plan.cases for name in case.monitors})
+    if names:
+        from iolab.monitors import registry
+
+        registry.create(names)  # an unknown monitor name is refused before the run starts
 
 
 def planned_samples(plan: Plan) -> int:

@@ -8,6 +8,7 @@ one.  The image file and the loop device are journaled before they are made.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,11 +83,22 @@ def create_loop_images(
         except OSError as exc:
             raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
         journal.record("loop", image=str(image))
-        device = commands.run(
-            ["losetup", "--find", "--show", "--direct-io=off", str(image)]
-        ).stdout.strip()
+        device = _attach(image)
         target.devices.append(Device(device, safety.kernel_name(device), str(image)))
     return target
+
+
+def _attach(image: Path) -> str:
+    """losetup --find races with other processes taking the same free device: retry."""
+    argv = ["losetup", "--find", "--show", "--direct-io=off", str(image)]
+    for attempt in range(5):
+        try:
+            return commands.run(argv).stdout.strip()
+        except LabError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def designated(paths: list[str], *, destroy_data: bool) -> Target:

@@ -67,8 +67,17 @@ _TABLE: tuple[tuple[str, str, Direction, str], ...] = (
     (r"jbd2\.avg_commit_ms|jbd2\.\w+_ms", "ms", _N, "jbd2 transaction timing"),
     (r"jbd2\.\w+", "count", _N, "jbd2 journal statistics"),
     (r"diskstats\.[^.]+\.\w+_ms", "ms", _N, "block device time"),
+    (r"diskstats\.[^.]+\.\w+_kb_per_io", "KiB", _N, "mean request size"),
+    (r"diskstats\.[^.]+\.\w+_sectors", "sectors", _N, "512-byte sectors transferred"),
+    (r"diskstats\.[^.]+\.util_pct", "%", _N, "device busy time, percent of wall time"),
     (r"diskstats\.[^.]+\.\w+", "count", _N, "block device counter delta"),
+    (r"vmstat\.\w+_pages(?:\.end|\.max)?", "pages", _N, "/proc/vmstat pages (delta or gauge)"),
+    (r"vmstat\.\w+_kb", "KiB", _N, "/proc/vmstat KiB delta"),
     (r"vmstat\.\w+", "count", _N, "/proc/vmstat delta"),
+    (r"cpu_sys\.\w+_s", "s", _N, "system-wide CPU seconds (all CPUs, all processes)"),
+    (r"cpu_sys\.\w+_pct", "%", _N, "system-wide CPU share"),
+    (r"hist\.\w+_bytes\.mean", "B", _N, "mean of a histogram of bytes"),
+    (r"hist\.\w+_pages\.mean", "pages", _N, "mean of a histogram of pages"),
     (r"hist\.[\w.]+", "count", _N, "histogram summary"),
 )
 _COMPILED = tuple((re.compile(p + r"\Z"), u, d, s) for p, u, d, s in _TABLE)

@@ -173,13 +173,25 @@ def by_report(
     )
 
 
-def with_sequential(report: Report, states: Mapping[str, Sequence[SequentialState]]) -> Report:
+SequentialKey = tuple[tuple[tuple[str, str], ...], str, str]
+
+
+def sequential_key(cell: Mapping[str, Any], a_name: str, b_name: str) -> SequentialKey:
+    """How `with_sequential` finds a group: its cell (order-free), A and B."""
+    return tuple(sorted((str(k), str(v)) for k, v in cell.items())), a_name, b_name
+
+
+def with_sequential(
+    report: Report, states: Mapping[SequentialKey, Sequence[SequentialState]]
+) -> Report:
     """The report with each group's KPI verdicts and intervals taken from `iolab ab`'s
-    sequential decisions (keyed by `Group.title`): the fixed-n p-value stays for reference,
-    but after optional stopping only the anytime-valid interval and verdict are honest."""
+    sequential decisions (keyed by `sequential_key`): the fixed-n p-value stays for
+    reference, but after optional stopping only the anytime-valid interval and verdict are
+    honest."""
     groups = []
     for group in report.groups:
-        found = {s.name: s for s in states.get(group.title, ())}
+        key = sequential_key(group.cell, group.a_name, group.b_name)
+        found = {s.name: s for s in states.get(key, ())}
         if not found:
             groups.append(group)
             continue

@@ -55,7 +55,7 @@ def pct(v: float | None, signed: bool = True) -> str:
     """A relative change: +3.21%, -12.3%; "—" when unknown."""
     if v is None:
         return "—"
-    digits = 2 if abs(v) < 10 else 1
+    digits = 2 if round(abs(v), 2) < 10 else 1
     return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
 
 

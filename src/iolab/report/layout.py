@@ -61,7 +61,8 @@ def _kpi_detail(group: Group) -> Block:
         for side, s in (("A", m.a), ("B", m.b)):
             median = fmt.value(s.median, m.unit)
             if s.median_ci_low is not None and s.median_ci_high is not None:
-                median += f" [{fmt.value(s.median_ci_low, m.unit)}, {fmt.value(s.median_ci_high, m.unit)}]"
+                low = fmt.value(s.median_ci_low, m.unit)
+                median += f" [{low}, {fmt.value(s.median_ci_high, m.unit)}]"
             sd = "—" if s.stddev is None else fmt.value(s.stddev, m.unit)
             first = side == "A"
             rows.append(

@@ -6,13 +6,14 @@ The method and its validation are described in docs/statistics.md.
 from iolab.stats.compare import (
     DEFAULT_ALPHA,
     DEFAULT_MARGIN_PCT,
+    DEFAULT_SECONDARY_SHARE,
     compare,
     compare_metric,
     pair_by_block,
     with_adjusted_p,
 )
 from iolab.stats.histogram import HistogramInput, histogram_shift
-from iolab.stats.multiple import adjust, benjamini_hochberg, holm
+from iolab.stats.multiple import adjust, benjamini_hochberg, graphical_holm, holm
 from iolab.stats.sequential import SequentialDecision
 from iolab.stats.summary import summarize
 from iolab.stats.types import (
@@ -32,6 +33,7 @@ from iolab.stats.types import (
 __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_MARGIN_PCT",
+    "DEFAULT_SECONDARY_SHARE",
     "VERDICTS",
     "Comparison",
     "Correction",
@@ -49,6 +51,7 @@ __all__ = [
     "benjamini_hochberg",
     "compare",
     "compare_metric",
+    "graphical_holm",
     "histogram_shift",
     "holm",
     "pair_by_block",

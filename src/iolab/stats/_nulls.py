@@ -95,3 +95,47 @@ def min_p_unpaired(m: int, n: int) -> float:
 def min_p_paired(n: int) -> float:
     """Smallest two-sided exact signed-rank p-value for n non-zero differences."""
     return min(1.0, 2.0 / 2.0**n)
+
+
+def _two_sided(pmf: NDArray[np.float64], stat: int) -> float:
+    lower = float(pmf[: stat + 1].sum())
+    upper = float(pmf[stat:].sum())
+    return min(1.0, 2.0 * min(lower, upper))
+
+
+def _one_sided(pmf: NDArray[np.float64], stat: int, greater: bool) -> float:
+    return min(1.0, float(pmf[stat:].sum() if greater else pmf[: stat + 1].sum()))
+
+
+def signed_rank_exact_p(d: NDArray[np.float64], alternative: str) -> float | None:
+    """Exact signed-rank p-value of non-zero, untied |d| (None when that does not hold).
+
+    Same statistic and distribution as scipy's method="exact", computed from the cached null
+    distribution because the simulation calls it hundreds of thousands of times.
+    """
+    n = d.size
+    ad = np.abs(d)
+    if n == 0 or n > _SIGNED_RANK_EXACT_MAX or np.any(d == 0) or np.unique(ad).size < n:
+        return None
+    ranks = np.empty(n)
+    ranks[np.argsort(ad)] = np.arange(1, n + 1)
+    t_plus = round(float(ranks[d > 0].sum()))
+    pmf = _signed_rank_pmf(n)
+    if alternative == "two-sided":
+        return _two_sided(pmf, t_plus)
+    return _one_sided(pmf, t_plus, alternative == "greater")
+
+
+def mwu_exact_p(x: NDArray[np.float64], y: NDArray[np.float64], alternative: str) -> float | None:
+    """Exact Mann–Whitney p-value for "y shifted against x" without ties (else None)."""
+    m, n = x.size, y.size
+    if m == 0 or n == 0 or m * n > _MWU_EXACT_MAX_CELLS:
+        return None
+    both = np.concatenate([x, y])
+    if np.unique(both).size < both.size:
+        return None
+    u_y = int(np.searchsorted(np.sort(x), y).sum())  # pairs (x_i < y_j)
+    pmf = _mwu_pmf(m, n)
+    if alternative == "two-sided":
+        return _two_sided(pmf, u_y)
+    return _one_sided(pmf, u_y, alternative == "greater")

@@ -24,13 +24,14 @@ from iolab.stats._nulls import (
     signed_rank_lower_count,
 )
 from iolab.stats.histogram import HistogramInput, histogram_shift
-from iolab.stats.multiple import adjust
+from iolab.stats.multiple import adjust, graphical_holm
 from iolab.stats.summary import summarize
 from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput
 from iolab.stats.verdict import decide, runs_needed
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MARGIN_PCT = 1.0
+DEFAULT_SECONDARY_SHARE = 0.2  # of alpha, for secondary metrics until every KPI is decided
 
 
 def pair_by_block(
@@ -261,15 +262,32 @@ def compare(
     alpha: float = DEFAULT_ALPHA,
     margin_pct: float = DEFAULT_MARGIN_PCT,
     correction: Correction = "holm",
+    secondary_share: float = DEFAULT_SECONDARY_SHARE,
 ) -> Comparison:
-    """A whole table: KPIs judged each at alpha; secondary metrics and histogram shifts share
-    one family whose false discoveries are controlled by `correction`."""
+    """A whole table.  Secondary metrics and histogram shifts form one family.
+
+    "holm": a graphical Holm procedure over KPIs and secondary tests together; the chance of
+    any false regression/improvement/changed in the whole table is at most alpha.  KPIs get
+    (1 - secondary_share) of alpha, the secondary family the rest, and the secondary family
+    inherits the KPIs' alpha once every KPI has a verdict (docs/statistics.md).
+    "bh": KPIs each at alpha, secondary tests Benjamini–Hochberg at alpha (false discovery
+    rate, no family-wise promise).
+    """
     results = [compare_metric(m, alpha=alpha, margin_pct=margin_pct) for m in metrics]
     shifts = [histogram_shift(h, alpha=alpha) for h in histograms]
+    kpi_idx = [i for i, r in enumerate(results) if r.kpi and r.p_value is not None]
     secondary_idx = [i for i, r in enumerate(results) if not r.kpi and r.p_value is not None]
     hist_idx = [i for i, s in enumerate(shifts) if s.p_value is not None]
-    family = [results[i].p_value for i in secondary_idx] + [shifts[i].p_value for i in hist_idx]
-    adjusted = adjust([float(p) for p in family if p is not None], correction)
+    family = [float(results[i].p_value or 1.0) for i in secondary_idx] + [
+        float(shifts[i].p_value or 1.0) for i in hist_idx
+    ]
+    if correction == "holm":
+        kpi_p = [float(results[i].p_value or 1.0) for i in kpi_idx]
+        kpi_adj, adjusted = graphical_holm(kpi_p, family, secondary_share)
+        for j, i in enumerate(kpi_idx):
+            results[i] = with_adjusted_p(results[i], kpi_adj[j], alpha)
+    else:
+        adjusted = adjust(family, correction)
     for j, i in enumerate(secondary_idx):
         results[i] = with_adjusted_p(results[i], adjusted[j], alpha)
     for j, i in enumerate(hist_idx):
@@ -282,7 +300,7 @@ def compare(
         warnings.append("no KPI among the compared metrics: every metric was treated as secondary")
     size = len(family)
     if size > 1:
-        how = "Holm (family-wise)" if correction == "holm" else "Benjamini–Hochberg (FDR)"
+        how = "graphical Holm (table-wide)" if correction == "holm" else "Benjamini–Hochberg"
         warnings.append(f"{size} secondary tests share one {how} correction at alpha {alpha:g}")
     return Comparison(
         metrics=tuple(results),

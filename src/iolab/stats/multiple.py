@@ -9,6 +9,7 @@ adjusted: each is judged at alpha (see docs/statistics.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,3 +45,60 @@ def adjust(p: Sequence[float], correction: Correction) -> list[float]:
     if correction == "bh":
         return benjamini_hochberg(p)
     raise ValueError(f"unknown correction {correction!r}")
+
+
+def graphical_holm(
+    primary: Sequence[float], secondary: Sequence[float], secondary_share: float
+) -> tuple[list[float], list[float]]:
+    """Adjusted p-values of a two-family graphical Holm procedure (Bretz et al., 2009).
+
+    Primary hypotheses (KPIs) start with weight (1 - share), split equally; secondary ones
+    with `share`, split equally.  A rejected hypothesis passes its weight equally to the
+    unrejected members of its own family, or, when it was the last one, to the other family.
+    The whole table's family-wise error rate is at most alpha (strong control), and once every
+    KPI is rejected the secondary family is tested at the full alpha.  With share 0 this is
+    serial gatekeeping: secondary metrics can only be judged after every KPI was.
+    """
+    if not 0.0 <= secondary_share < 1.0:
+        raise ValueError("secondary_share must be in [0, 1)")
+    fam = [0] * len(primary) + [1] * len(secondary)
+    p = [float(v) for v in (*primary, *secondary)]
+    k = len(p)
+    if k == 0:
+        return [], []
+    n_fam = [len(primary), len(secondary)]
+    share = [1.0 - secondary_share, secondary_share]
+    if n_fam[0] == 0:
+        share = [0.0, 1.0]
+    elif n_fam[1] == 0:
+        share = [1.0, 0.0]
+    w = np.array([share[f] / n_fam[f] for f in fam])
+    g = np.zeros((k, k))
+    for i in range(k):
+        same = [j for j in range(k) if j != i and fam[j] == fam[i]]
+        other = [j for j in range(k) if fam[j] != fam[i]]
+        targets = same or other
+        for j in targets:
+            g[i, j] = 1.0 / len(targets)
+    active = list(range(k))
+    adjusted = [1.0] * k
+    running = 0.0
+    while active:
+        ratios = [p[i] / w[i] if w[i] > 0 else math.inf for i in active]
+        pos = int(np.argmin(ratios))
+        i = active[pos]
+        running = max(running, ratios[pos])
+        adjusted[i] = float(min(1.0, running))
+        active.remove(i)
+        new_w = w.copy()
+        new_g = np.zeros_like(g)
+        for j in active:
+            new_w[j] = w[j] + w[i] * g[i, j]
+            for m in active:
+                if m == j:
+                    continue
+                denom = 1.0 - g[j, i] * g[i, j]
+                new_g[j, m] = (g[j, m] + g[j, i] * g[i, m]) / denom if denom > 1e-12 else 0.0
+        new_w[i] = 0.0
+        w, g = new_w, new_g
+    return adjusted[: len(primary)], adjusted[len(primary) :]

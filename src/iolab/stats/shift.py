@@ -27,7 +27,9 @@ from scipy import stats
 from iolab.stats._nulls import (
     min_p_paired,
     min_p_unpaired,
+    mwu_exact_p,
     mwu_lower_count,
+    signed_rank_exact_p,
     signed_rank_lower_count,
 )
 
@@ -60,7 +62,11 @@ def _has_ties(x: NDArray[np.float64]) -> bool:
 
 
 def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "two-sided") -> float:
-    """Mann–Whitney U p-value: exact for small samples without ties, else normal with ties."""
+    """Mann–Whitney U p-value of B against A: exact without ties (m*n <= 10^4), else scipy
+    (exact up to 50 per side without ties, normal approximation with tie correction)."""
+    fast = mwu_exact_p(a, b, alternative)
+    if fast is not None:
+        return fast
     exact = max(a.size, b.size) <= _EXACT_MAX_N and not _has_ties(np.concatenate([a, b]))
     method = "exact" if exact else "asymptotic"
     res = stats.mannwhitneyu(b, a, alternative=alternative, method=method)
@@ -68,10 +74,14 @@ def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "tw
 
 
 def signed_rank_p(d: NDArray[np.float64], alternative: str = "two-sided") -> float:
-    """Wilcoxon signed-rank p-value of within-block log ratios (zeros dropped, as Wilcoxon did)."""
+    """Wilcoxon signed-rank p-value of within-block log ratios (zeros dropped, as Wilcoxon did):
+    exact without ties up to 400 pairs, else scipy's normal approximation with tie correction."""
     nz = d[d != 0]
     if nz.size == 0:
         return 1.0
+    fast = signed_rank_exact_p(nz, alternative)
+    if fast is not None:
+        return fast
     exact = nz.size <= _EXACT_MAX_N and not _has_ties(np.abs(nz))
     method = "exact" if exact else "approx"
     res = stats.wilcoxon(nz, alternative=alternative, method=method, zero_method="wilcox")

@@ -17,15 +17,16 @@ from iolab.stats.types import Summary
 
 
 def median_ci_orders(n: int, level: float) -> tuple[int, float] | None:
-    """(k, achieved level) of the widest-k order-statistic interval covering `level`, or None."""
-    best: tuple[int, float] | None = None
-    for k in range(1, n // 2 + 1):
-        coverage = 1.0 - 2.0 * float(stats.binom.cdf(k - 1, n, 0.5))
-        if coverage >= level - 1e-12:
-            best = (k, coverage)
-        else:
-            break
-    return best
+    """(k, achieved level) of the narrowest order-statistic interval covering `level`, or None."""
+    if n < 2:
+        return None
+    ks = np.arange(1, n // 2 + 1)
+    coverage = 1.0 - 2.0 * stats.binom.cdf(ks - 1, n, 0.5)
+    ok = np.nonzero(coverage >= level - 1e-12)[0]
+    if ok.size == 0:
+        return None
+    best = int(ok[-1])
+    return int(ks[best]), float(coverage[best])
 
 
 def min_n_for_median_ci(level: float) -> int:

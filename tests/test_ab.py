@@ -1,0 +1,112 @@
+"""End to end on real loop devices with real fio: `iolab run` then `iolab compare` on the
+stored run, and `iolab ab` with a small budget — the run kind, the stored samples, the
+report's numbers against the stored values, and the --ci exit status."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab.store import open_store
+
+pytestmark = pytest.mark.lab
+
+PLAN = """\
+name: ab-test
+target: {size: 48M}
+filesystem: {type: ext4, mkfs_options: -m 1, mount_options: noatime}
+workload:
+  fio: |
+    [w]
+    filename={mnt}/f
+    size=2M
+    bs=16k
+    rw=randwrite
+    ioengine=psync
+    fsync=1
+    runtime=300ms
+    time_based=1
+variants:
+  big: {fio: {bs: 16k}}
+  small: {fio: {bs: 4k}}
+repeat: 3
+kpis: [write.iops]
+prepare: {drop_caches: false}
+"""
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = dict(os.environ)
+    env["IOLAB_DB"] = str(tmp_path / "store.db")
+    env["IOLAB_JOURNAL_DIR"] = str(tmp_path / "journal")
+    env.pop("NO_COLOR", None)
+    try:
+        yield env
+    finally:  # whatever a failed test left behind: only this test's journal is consulted
+        subprocess.run([sys.executable, "-m", "iolab", "cleanup"], env=env, capture_output=True)
+
+
+def iolab(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iolab", *args], env=env, capture_output=True, text=True,
+        timeout=300,
+    )
+
+
+def test_run_then_compare(lab: dict[str, str], tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    done = iolab(lab, "run", str(plan), "-q")
+    assert done.returncode == 0, done.stderr
+    with open_store(lab["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+        big = store.samples(run_id=run.id, variant="big")
+        small = store.samples(run_id=run.id, variant="small")
+    assert len(big) == len(small) == 3
+    done = iolab(lab, "compare", f"{run.id}:big", f"{run.id}:small", "--format", "json", "--ci")
+    assert done.returncode in (10, 11, 0), done.stderr
+    data = json.loads(done.stdout)
+    kpi = next(m for m in data["groups"][0]["metrics"] if m["name"] == "write.iops")
+    assert kpi["kpi"] and kpi["paired"] and kpi["n_a"] == kpi["n_b"] == 3
+    # 3 pairs: the median of within-block log ratios' Walsh averages, from the stored values
+    by_block_a = {s.block: s.metrics["write.iops"] for s in big}
+    by_block_b = {s.block: s.metrics["write.iops"] for s in small}
+    d = sorted(math.log(by_block_b[k] / by_block_a[k]) for k in by_block_a)
+    walsh = [(d[i] + d[j]) / 2 for i in range(3) for j in range(i, 3)]
+    expected = 100 * (math.exp(statistics.median(walsh)) - 1)
+    assert kpi["change_pct"] == pytest.approx(expected, rel=1e-6)
+    assert kpi["verdict"] == "inconclusive"  # 3 pairs can never reach p <= 0.05
+    assert data["ci_exit_code"] == 11 and done.returncode == 11
+    text = iolab(lab, "compare", str(run.id))
+    assert text.returncode == 0 and f"variant=small  against  run {run.id} variant=big" in text.stdout
+
+
+def test_ab_small_budget(lab: dict[str, str], tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    done = iolab(lab, "ab", str(plan), "--max-runs", "3", "--ci", "--format", "json")
+    assert done.returncode in (0, 10, 11), done.stderr
+    assert "budget of 3 blocks spent" in done.stderr or "every KPI has a verdict" in done.stderr
+    assert "block   1" in done.stderr  # the estimate is printed as it goes
+    with open_store(lab["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+        samples = store.samples(run_id=run.id)
+    assert run.kind == "ab" and run.status == "finished"
+    assert len(samples) == 6 and {s.block for s in samples} == {1, 2, 3}
+    data = json.loads(done.stdout)
+    assert data["sequential"] is True
+    (state,) = data["groups"][0]["sequential"]
+    assert state["n_blocks"] == 3 and state["verdict"] == "inconclusive"
+    kpi = next(m for m in data["groups"][0]["metrics"] if m["kpi"])
+    assert kpi["verdict"] == "inconclusive"
+    assert done.returncode == 11
+    assert run.meta["ab_result"]["states"][0]["blocks"] == 3

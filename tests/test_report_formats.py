@@ -1,0 +1,385 @@
+"""Every output format shows the figures the statistics computed, for samples with known
+values in a temporary SQLite store.
+
+The data are built so the answers are known without iolab:
+- lab run, paired: B/A = 0.9 * exp(e) per block with e = ±0.001..±0.005 (symmetric), so the
+  Hodges–Lehmann estimate of the log ratio is exactly log 0.9 (-10.00%), every ratio is
+  below 1 and the exact two-sided signed-rank p for 10 pairs is 2/2^10 = 0.001953;
+- imports, unpaired: 6 values 100..105 against 6 values 110..115 — complete separation,
+  exact Mann–Whitney p = 2/C(12,6) = 0.002165.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from iolab.cli.main import cli
+from iolab.model.result import Result as ToolResult
+from iolab.model.sample import Sample
+from iolab.report import FORMATS, RenderOptions, render
+from iolab.report.build import Options, by_report, pair_report
+from iolab.report.lkp import lkp_number
+from iolab.select import parse_selector
+from iolab.store import open_store
+
+EPS = [-0.005, -0.004, -0.003, -0.002, -0.001, 0.001, 0.002, 0.003, 0.004, 0.005]
+P_SIGNED_RANK_10 = 2 / 2**10
+P_MWU_6_6 = 2 / math.comb(12, 6)
+HIST_A = {1.0: 80, 2.0: 15, 4.0: 5}
+HIST_B = {1.0: 20, 2.0: 30, 4.0: 50}
+LAT_A = {1000.0: 50, 2000.0: 40, 10000.0: 10}
+LAT_B = {1000.0: 10, 2000.0: 40, 20000.0: 50}
+
+
+def base_iops(block: int) -> float:
+    return 10000.0 * (1 + 0.05 * math.sin(block))
+
+
+def make_lab_run(db: str, *, blocks: int = 10, factor: float = 0.9, cells: bool = False) -> int:
+    """A lab run with variants a (baseline) and b; optionally a matrix fs × writers."""
+    with open_store(db) as store:
+        run_id = store.create_run(
+            "lab",
+            meta={"kpis": [{"metric": "write.iops", "direction": "higher"}], "baseline": "a"},
+        )
+        grid = list(product(["ext4", "xfs"], ["1", "10"])) if cells else [None]
+        for block in range(1, blocks + 1):
+            for where in grid:
+                cell = {"fs": where[0], "writers": where[1]} if where else {}
+                scale = 1.0 if where is None or where[0] == "ext4" else 1.5
+                a = base_iops(block) * scale
+                ratio = factor * math.exp(EPS[(block - 1) % len(EPS)])
+                for variant, value, handles, hist, lat in (
+                    ("a", a, 67.0 + 0.1 * block, HIST_A, LAT_A),
+                    ("b", a * ratio, 51.0 + 0.1 * block, HIST_B, LAT_B),
+                ):
+                    store.add_sample(
+                        Sample(
+                            run_id=run_id,
+                            variant=variant,
+                            cell=dict(cell),
+                            block=block,
+                            metrics={
+                                "write.iops": value,
+                                "jbd2.handles_per_txn": handles,
+                                "write.io_bytes": 4096.0,  # constant: left out
+                            },
+                            histograms={"hist.writepages": dict(hist), "write.clat_ns": dict(lat)},
+                        )
+                    )
+        store.finish_run(run_id)
+    return run_id
+
+
+def make_imports(db: str) -> None:
+    with open_store(db) as store:
+        for label, values in (("old", range(100, 106)), ("new", range(110, 116))):
+            results = [
+                ToolResult(
+                    tool="fio",
+                    format="fio-json",
+                    source=f"{label}-{i}.json",
+                    metrics={"write.iops": float(v), "write.bw_bytes": float(v) * 4096},
+                )
+                for i, v in enumerate(values)
+            ]
+            store.import_results(results, label, {"kernel": "6.1" if label == "old" else "6.2"})
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[str]:
+    yield str(tmp_path / "store.db")
+
+
+def iolab(db: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", db, *args])
+
+
+def kpi_line(text: str, name: str = "write.iops") -> str:
+    return next(line for line in text.splitlines() if name in line and "%" in line)
+
+
+# ------------------------------------------------------------------------- the statistics
+
+
+def test_paired_lab_run_known_answer(db: str) -> None:
+    run = make_lab_run(db)
+    with open_store(db) as store:
+        report = pair_report(
+            store, parse_selector(f"{run}:a"), parse_selector(f"{run}:b"), Options()
+        )
+    (group,) = report.groups
+    assert group.paired_blocks == 10
+    (kpi,) = group.comparison.kpis
+    assert kpi.paired and kpi.n_pairs == 10 and kpi.n_a == kpi.n_b == 10
+    assert kpi.change_pct == pytest.approx(-10.0, abs=1e-9)
+    assert kpi.p_value == pytest.approx(P_SIGNED_RANK_10, rel=1e-6)
+    assert kpi.verdict == "regression"
+    assert kpi.ci_high_pct is not None and kpi.ci_high_pct < 0
+    names = {m.name for m in group.comparison.metrics}
+    assert "write.io_bytes" not in names  # the same constant on both sides
+    handles = next(m for m in group.comparison.metrics if m.name == "jbd2.handles_per_txn")
+    assert handles.verdict == "changed" and not handles.kpi
+    (shift,) = group.comparison.histogram_shifts
+    assert shift.verdict == "changed"
+    assert [b.share_a for b in shift.buckets] == pytest.approx([0.80, 0.15, 0.05])
+    assert [b.share_b for b in shift.buckets] == pytest.approx([0.20, 0.30, 0.50])
+    (lat,) = group.latency
+    rows = {r.percentile: r for r in lat.rows}
+    assert (rows["p50"].a, rows["p50"].b) == (1000.0, 2000.0)
+    assert (rows["p99"].a, rows["p99"].b) == (10000.0, 20000.0)
+    assert rows["p99"].change_pct == pytest.approx(100.0)
+
+
+def test_unpaired_imports_known_answer(db: str) -> None:
+    make_imports(db)
+    with open_store(db) as store:
+        report = pair_report(
+            store, parse_selector("label:old"), parse_selector("label:new"), Options()
+        )
+    comp = report.groups[0].comparison
+    kpis = {m.name: m for m in comp.kpis}
+    assert set(kpis) == {"write.iops", "write.bw_bytes"}  # imports: iops and bw are KPIs
+    iops = kpis["write.iops"]
+    assert not iops.paired and iops.n_a == iops.n_b == 6
+    assert iops.p_value == pytest.approx(P_MWU_6_6, rel=1e-6)
+    hl = np.median([math.log(b) - math.log(a) for a in range(100, 106) for b in range(110, 116)])
+    assert iops.change_pct == pytest.approx(100 * (math.exp(hl) - 1), rel=1e-9)
+    assert iops.verdict == "improvement"
+    assert "compared unpaired" in " ".join(report.warnings)
+
+
+# --------------------------------------------------------------------------- each format
+
+
+@pytest.fixture
+def lab_report(db: str) -> object:
+    run = make_lab_run(db)
+    with open_store(db) as store:
+        return pair_report(store, parse_selector(f"{run}:a"), parse_selector(f"{run}:b"), Options())
+
+
+def test_table_numbers(lab_report: object) -> None:
+    text = render(lab_report, "table")  # type: ignore[arg-type]
+    assert "\x1b[" not in text  # no colour unless asked for
+    b_row = next(line for line in text.splitlines() if line.strip().startswith("B ") and "%" in line)
+    assert "-10.0%" in b_row and "0.002" in b_row and "regression" in b_row
+    assert re.search(r"B\s+10\s", b_row)  # n
+    assert "jbd2.handles_per_txn: 67.55 → 51.55" in text  # medians, mechanism evidence
+    assert "hist.writepages: changed" in text
+    shift_row = next(line for line in text.splitlines() if line.strip().startswith("4 "))
+    assert "5.0%" in shift_row and "50.0%" in shift_row and "+45.0" in shift_row
+    p99 = next(line for line in text.splitlines() if line.strip().startswith("p99 "))
+    assert "10µs" in p99 and "20µs" in p99 and "+100.0%" in p99
+
+
+def test_table_colour_only_when_asked(lab_report: object) -> None:
+    coloured = render(lab_report, "table", RenderOptions(color=True))  # type: ignore[arg-type]
+    assert "\x1b[" in coloured
+
+
+def test_lkp_numbers(lab_report: object) -> None:
+    text = render(lab_report, "lkp")  # type: ignore[arg-type]
+    lines = text.splitlines()
+    assert "         %stddev     %change         %stddev" in lines
+    row = kpi_line(text)
+    mean_a = float(np.mean([base_iops(b) for b in range(1, 11)]))
+    # base ±%stddev, %change, new ±%stddev, metric — at LKP's fixed columns
+    assert row[:10].strip() == lkp_number(mean_a)
+    assert row[16:27].strip() == "-10.0%"
+    assert row.endswith("  write.iops")
+    cv = float(np.std([base_iops(b) for b in range(1, 11)], ddof=1)) / mean_a
+    assert row[10:16] == f" ±{round(100 * cv):3d}%"
+    assert "write.iops: regression, change -10.0%" in text
+    assert "n=10+10" in text
+
+
+def test_lkp_number_style() -> None:
+    assert lkp_number(138055.4) == "138055"
+    assert lkp_number(0.19) == "0.19"
+    assert lkp_number(114500000.0) == "1.145e+08"
+
+
+def test_benchstat_numbers(lab_report: object) -> None:
+    text = render(lab_report, "benchstat")  # type: ignore[arg-type]
+    row = kpi_line(text)
+    assert "-10.00% (p=0.002 n=10)" in row
+    assert "│" in text and "vs base" in text
+    # the ± is the median CI half-width relative to the median: finite with 10 samples
+    assert re.search(r"± \d+%", row)
+
+
+def test_benchstat_tilde_when_not_significant(db: str) -> None:
+    run = make_lab_run(db, blocks=4)
+    with open_store(db) as store:
+        report = pair_report(store, parse_selector(f"{run}:a"), parse_selector(f"{run}:b"), Options())
+    text = render(report, "benchstat")
+    row = next(line for line in text.splitlines() if line.startswith("write.iops"))
+    assert "~ (p=0.125 n=4)" in row  # 4 pairs: smallest exact p is 2/16
+    assert "± ∞" in row
+
+
+def test_markdown_numbers(lab_report: object) -> None:
+    text = render(lab_report, "markdown")  # type: ignore[arg-type]
+    lines = text.splitlines()
+    assert lines[1] == "=" * len(lines[0])
+    b_row = next(line for line in lines if line.startswith("|") and "| B " in line)
+    cells = [c.strip() for c in b_row.strip("|").split("|")]
+    assert cells[2] == "10" and cells[7] == "-10.0%" and cells[9] == "0.002"
+    assert cells[10] == "regression"
+    tables = [line for line in lines if line.startswith("|")]
+    # every row of one table has the same width: aligned in a fixed-width font
+    assert len({len(line) for line in tables[:4]}) == 1
+
+
+def test_json_schema_and_numbers(lab_report: object) -> None:
+    data = json.loads(render(lab_report, "json"))  # type: ignore[arg-type]
+    assert data["schema"] == "iolab-compare/1"
+    assert data["ci_exit_code"] == 10
+    metrics = data["groups"][0]["metrics"]
+    for m in metrics:
+        for key in ("name", "kpi", "verdict", "change_pct", "ci_low_pct", "ci_high_pct",
+                    "p_value", "n_a", "n_b"):
+            assert key in m
+        assert m["verdict"] in ("regression", "improvement", "no change", "inconclusive",
+                                "changed")
+    kpi = next(m for m in metrics if m["kpi"])
+    assert kpi["name"] == "write.iops" and kpi["verdict"] == "regression"
+    assert kpi["change_pct"] == pytest.approx(-10.0)
+    assert kpi["p_value"] == pytest.approx(P_SIGNED_RANK_10, rel=1e-6)
+    assert kpi["n_a"] == kpi["n_b"] == 10 and kpi["paired"] is True
+    assert kpi["ci_low_pct"] <= kpi["change_pct"] <= kpi["ci_high_pct"]
+    handles = next(m for m in metrics if m["name"] == "jbd2.handles_per_txn")
+    assert handles["kpi"] is False and handles["verdict"] == "changed"
+    shift = data["groups"][0]["histogram_shifts"][0]
+    assert shift["name"] == "hist.writepages"
+    assert [b["count_b"] for b in shift["buckets"]] == [200, 300, 500]
+    lat = data["groups"][0]["latency"][0]
+    p99 = next(p for p in lat["percentiles"] if p["percentile"] == "p99")
+    assert (p99["a"], p99["b"]) == (10000.0, 20000.0)
+
+
+def test_every_format_is_registered() -> None:
+    assert set(FORMATS) == {"table", "lkp", "benchstat", "markdown", "json"}
+
+
+# ------------------------------------------------------------------------- --by and cells
+
+
+def test_by_variant_one_line_per_cell(db: str) -> None:
+    run = make_lab_run(db, cells=True)
+    with open_store(db) as store:
+        report = by_report(store, parse_selector(f"run:{run}"), "variant", None, Options())
+    assert len(report.groups) == 4
+    assert {tuple(g.cell.items()) for g in report.groups} == {
+        (("fs", f), ("writers", w)) for f in ("ext4", "xfs") for w in ("1", "10")
+    }
+    text = render(report, "table")
+    lines = [line for line in text.splitlines() if "b vs a" in line and "write.iops" in line]
+    assert len(lines) == 4
+    assert all("-10.0%" in line and "regression" in line for line in lines)
+    data = json.loads(render(report, "json"))
+    assert [g["metrics"][0]["change_pct"] for g in data["groups"]] == pytest.approx([-10.0] * 4)
+
+
+def test_by_dimension(db: str) -> None:
+    run = make_lab_run(db, cells=True)
+    with open_store(db) as store:
+        report = by_report(store, parse_selector(f"run:{run}"), "fs", None, Options())
+    # xfs against ext4, per variant and writers: A values are 1.5x on xfs
+    assert len(report.groups) == 4
+    for g in report.groups:
+        assert (g.a_name, g.b_name) == ("ext4", "xfs")
+        kpi = g.comparison.kpis[0]
+        assert kpi.change_pct == pytest.approx(50.0) and kpi.verdict == "improvement"
+
+
+def test_pair_of_cells_compares_the_remaining_cells(db: str) -> None:
+    run = make_lab_run(db, cells=True)
+    with open_store(db) as store:
+        report = pair_report(
+            store, parse_selector(f"{run}:a/fs=ext4"), parse_selector(f"{run}:a/fs=xfs"), Options()
+        )
+    assert sorted(g.cell["writers"] for g in report.groups) == ["1", "10"]
+    assert all(g.comparison.kpis[0].change_pct == pytest.approx(50.0) for g in report.groups)
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_cli_formats_and_ci_exit_codes(db: str) -> None:
+    run = make_lab_run(db)
+    done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--ci")
+    assert done.exit_code == 10, done.output
+    assert "-10.0%" in done.stdout
+    done = iolab(db, "compare", f"{run}:b", f"{run}:a", "--ci", "--format", "json")
+    assert done.exit_code == 0  # the other way round: an improvement
+    kpi = json.loads(done.stdout)["groups"][0]["metrics"][0]
+    assert kpi["verdict"] == "improvement"
+    assert kpi["change_pct"] == pytest.approx(100 * (1 / 0.9 - 1))
+    # without --ci the verdict does not change the exit status
+    assert iolab(db, "compare", f"{run}:a", f"{run}:b").exit_code == 0
+
+
+def test_cli_inconclusive_exit_11(db: str) -> None:
+    run = make_lab_run(db, blocks=3)
+    done = iolab(db, "compare", str(run), "--ci", "--format", "lkp")
+    assert done.exit_code == 11, done.output
+    assert "inconclusive" in done.stdout
+
+
+def test_cli_margin_gives_no_change(db: str) -> None:
+    run = make_lab_run(db, factor=1.0)
+    done = iolab(db, "compare", f"run:{run}/variant=a", f"run:{run}/variant=b",
+                 "--margin", "2", "--ci", "--format", "json")
+    kpi = json.loads(done.stdout)["groups"][0]["metrics"][0]
+    assert kpi["verdict"] == "no change" and abs(kpi["change_pct"]) < 0.01
+    assert done.exit_code == 0
+
+
+def test_cli_metric_glob(db: str) -> None:
+    run = make_lab_run(db)
+    done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--metric", "jbd2.*", "--format", "json")
+    names = [m["name"] for m in json.loads(done.stdout)["groups"][0]["metrics"]]
+    assert names == ["jbd2.handles_per_txn"]
+
+
+def test_cli_imports_by_label_and_tag(db: str) -> None:
+    make_imports(db)
+    done = iolab(db, "compare", "label:old", "tag:kernel=6.2", "--format", "benchstat")
+    assert done.exit_code == 0, done.output
+    row = kpi_line(done.stdout)
+    assert "(p=0.002 n=6)" in row
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["run:abc", "1:b"], "not a number"),
+        (["1:a", "label:nope"], "selects no samples"),
+        (["99:a", "1:b"], "no run 99"),
+        (["1:zz", "1:b"], "variants: a, b"),
+        (["1:a", "fs=xfs"], "names no run, label or tag"),
+        (["1:a//x", "1:b"], "empty term"),
+        (["1", "1:b"], "mixes variants"),
+        (["1:a", "1:b", "--by", "fs"], "one selector"),
+        (["1", "--by", "nodim"], "no matrix dimension 'nodim'"),
+        (["1:a", "1:b", "--alpha", "0.7"], "--alpha"),
+    ],
+)
+def test_bad_selectors_one_line_exit_2(db: str, args: list[str], fragment: str) -> None:
+    make_lab_run(db, blocks=3)
+    done = iolab(db, "compare", *args)
+    assert done.exit_code == 2, done.output
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iolab: "), done.stderr
+    assert fragment in lines[0]
