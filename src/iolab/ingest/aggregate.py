@@ -52,17 +52,18 @@ def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
     mins: list[float] = []
     maxs: list[float] = []
     ddir = prefix.split(".")[0]
-    for job in jobs:
-        mean = job.metrics.get(f"{prefix}.mean")
-        if mean is None:
-            continue
+    measured = [job for job in jobs if f"{prefix}.mean" in job.metrics]
+    for job in measured:
+        mean = job.metrics[f"{prefix}.mean"]
         # weight by I/O count; terse output has no count, so bytes stand in (same block size)
         n = job.metrics.get(
             f"{prefix}.samples",
             job.metrics.get(f"{ddir}.total_ios", job.metrics.get(f"{ddir}.io_bytes", 0.0)),
         )
         if n <= 0:
-            continue
+            if len(measured) > 1:
+                continue
+            n = 1.0  # the only job that measured it: no weight needed (fio's sync N quirk)
         parts.append((n, mean, job.metrics.get(f"{prefix}.stddev", 0.0)))
         if f"{prefix}.min" in job.metrics:
             mins.append(job.metrics[f"{prefix}.min"])

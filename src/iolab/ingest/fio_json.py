@@ -208,7 +208,8 @@ def _job(raw: dict[str, Any], source: str, units: _Units, ambiguous: set[str]) -
         total = _num(sync, "total_ios")
         if total:
             metrics["sync.total_ios"] = total
-            _latencies(sync, "sync", metrics, histograms)
+        # fio 3.33 reports total_ios 0 for fdatasync while lat_ns.N counts the calls
+        _latencies(sync, "sync", metrics, histograms)
     for key, metric in (
         ("usr_cpu", "cpu.usr_pct"),
         ("sys_cpu", "cpu.sys_pct"),
