@@ -57,7 +57,10 @@ def lab(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 def iolab(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "iolab", *args], env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "iolab", *args],
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=300,
     )
 
@@ -87,7 +90,9 @@ def test_run_then_compare(lab: dict[str, str], tmp_path: Path) -> None:
     assert kpi["verdict"] == "inconclusive"  # 3 pairs can never reach p <= 0.05
     assert data["ci_exit_code"] == 11 and done.returncode == 11
     text = iolab(lab, "compare", str(run.id))
-    assert text.returncode == 0 and f"variant=small  against  run {run.id} variant=big" in text.stdout
+    assert (
+        text.returncode == 0 and f"variant=small  against  run {run.id} variant=big" in text.stdout
+    )
 
 
 def test_ab_small_budget(lab: dict[str, str], tmp_path: Path) -> None:

@@ -171,7 +171,9 @@ def lab_report(db: str) -> object:
 def test_table_numbers(lab_report: object) -> None:
     text = render(lab_report, "table")  # type: ignore[arg-type]
     assert "\x1b[" not in text  # no colour unless asked for
-    b_row = next(line for line in text.splitlines() if line.strip().startswith("B ") and "%" in line)
+    b_row = next(
+        line for line in text.splitlines() if line.strip().startswith("B ") and "%" in line
+    )
     assert "-10.0%" in b_row and "0.002" in b_row and "regression" in b_row
     assert re.search(r"B\s+10\s", b_row)  # n
     assert "jbd2.handles_per_txn: 67.55 → 51.55" in text  # medians, mechanism evidence
@@ -221,7 +223,9 @@ def test_benchstat_numbers(lab_report: object) -> None:
 def test_benchstat_tilde_when_not_significant(db: str) -> None:
     run = make_lab_run(db, blocks=4)
     with open_store(db) as store:
-        report = pair_report(store, parse_selector(f"{run}:a"), parse_selector(f"{run}:b"), Options())
+        report = pair_report(
+            store, parse_selector(f"{run}:a"), parse_selector(f"{run}:b"), Options()
+        )
     text = render(report, "benchstat")
     row = next(line for line in text.splitlines() if line.startswith("write.iops"))
     assert "~ (p=0.125 n=4)" in row  # 4 pairs: smallest exact p is 2/16
@@ -247,11 +251,19 @@ def test_json_schema_and_numbers(lab_report: object) -> None:
     assert data["ci_exit_code"] == 10
     metrics = data["groups"][0]["metrics"]
     for m in metrics:
-        for key in ("name", "kpi", "verdict", "change_pct", "ci_low_pct", "ci_high_pct",
-                    "p_value", "n_a", "n_b"):
+        for key in (
+            "name",
+            "kpi",
+            "verdict",
+            "change_pct",
+            "ci_low_pct",
+            "ci_high_pct",
+            "p_value",
+            "n_a",
+            "n_b",
+        ):
             assert key in m
-        assert m["verdict"] in ("regression", "improvement", "no change", "inconclusive",
-                                "changed")
+        assert m["verdict"] in ("regression", "improvement", "no change", "inconclusive", "changed")
     kpi = next(m for m in metrics if m["kpi"])
     assert kpi["name"] == "write.iops" and kpi["verdict"] == "regression"
     assert kpi["change_pct"] == pytest.approx(-10.0)
@@ -339,8 +351,17 @@ def test_cli_inconclusive_exit_11(db: str) -> None:
 
 def test_cli_margin_gives_no_change(db: str) -> None:
     run = make_lab_run(db, factor=1.0)
-    done = iolab(db, "compare", f"run:{run}/variant=a", f"run:{run}/variant=b",
-                 "--margin", "2", "--ci", "--format", "json")
+    done = iolab(
+        db,
+        "compare",
+        f"run:{run}/variant=a",
+        f"run:{run}/variant=b",
+        "--margin",
+        "2",
+        "--ci",
+        "--format",
+        "json",
+    )
     kpi = json.loads(done.stdout)["groups"][0]["metrics"][0]
     assert kpi["verdict"] == "no change" and abs(kpi["change_pct"]) < 0.01
     assert done.exit_code == 0

@@ -80,4 +80,5 @@ def render(report: Report, options: RenderOptions) -> str:
                 console.print(Text(block.text, style="bold"))
             for line in block.lines:
                 console.print(Text(f"  {line}"))
-    return out.getvalue()
+    # rich pads every line to the console width: trailing blanks only hurt when pasted
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
