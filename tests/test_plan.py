@@ -71,7 +71,7 @@ def test_fsync_example_variants_differ_only_in_sync_option() -> None:
     assert fsync.filesystem is not None
     assert fsync.filesystem.mkfs_options == ("-m", "1", "-b", "4096")
     assert fsync.filesystem.mount_options == "noatime,nodiratime,data=ordered"
-    assert set(fsync.monitors) == {"jbd2", "hist.writepages", "hist.jbd2_handles"}
+    assert set(fsync.monitors) == {"jbd2", "diskstats", "vmstat", "hist"}
     warm = fsync.prepare.warmup
     assert warm is not None and "runtime=1s" in (warm.fio_text or "")
     assert "runtime=1s" in (fsync.workload.fio_text or "")  # the quick profile's runtime

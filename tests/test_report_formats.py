@@ -25,7 +25,7 @@ from click.testing import CliRunner, Result
 from iolab.cli.main import cli
 from iolab.model.result import Result as ToolResult
 from iolab.model.sample import Sample
-from iolab.report import FORMATS, RenderOptions, render
+from iolab.report import FORMATS, RenderOptions, fmt, render
 from iolab.report.build import Options, by_report, pair_report
 from iolab.report.lkp import lkp_number
 from iolab.select import parse_selector
@@ -226,9 +226,11 @@ def test_benchstat_tilde_when_not_significant(db: str) -> None:
         report = pair_report(
             store, parse_selector(f"{run}:a"), parse_selector(f"{run}:b"), Options()
         )
+    kpi = report.groups[0].comparison.kpis[0]
+    assert kpi.p_value == pytest.approx(2 / 2**4)  # 4 pairs: the smallest exact p is 2/16
     text = render(report, "benchstat")
     row = next(line for line in text.splitlines() if line.startswith("write.iops"))
-    assert "~ (p=0.125 n=4)" in row  # 4 pairs: smallest exact p is 2/16
+    assert f"~ (p={fmt.p_value(kpi.p_adjusted)} n=4)" in row  # the p the verdict used
     assert "± ∞" in row
 
 
@@ -378,8 +380,14 @@ def test_cli_imports_by_label_and_tag(db: str) -> None:
     make_imports(db)
     done = iolab(db, "compare", "label:old", "tag:kernel=6.2", "--format", "benchstat")
     assert done.exit_code == 0, done.output
+    with open_store(db) as store:
+        report = pair_report(
+            store, parse_selector("label:old"), parse_selector("tag:kernel=6.2"), Options()
+        )
+    iops = next(m for m in report.groups[0].comparison.kpis if m.name == "write.iops")
+    assert iops.p_value == pytest.approx(P_MWU_6_6, rel=1e-6)
     row = kpi_line(done.stdout)
-    assert "(p=0.002 n=6)" in row
+    assert f"{iops.change_pct:+.2f}% (p={fmt.p_value(iops.p_adjusted)} n=6)" in row
 
 
 @pytest.mark.parametrize(

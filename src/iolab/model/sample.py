@@ -34,7 +34,8 @@ class Sample:
     metrics: dict[str, float] = field(default_factory=dict)
     job_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # job name → metrics
     histograms: dict[str, Histogram] = field(default_factory=dict)
-    job_histograms: dict[str, dict[str, Histogram]] = field(default_factory=dict)  # job → name → bins
+    # job name → histogram name → bins
+    job_histograms: dict[str, dict[str, Histogram]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     started_at: datetime | None = None
     finished_at: datetime | None = None

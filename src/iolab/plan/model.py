@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from iolab.model.metrics import Direction
+from iolab.monitors.registry import available_names
 
 TargetKind = Literal["loop", "device"]
 Backing = Literal["ram", "disk"]
@@ -35,15 +36,7 @@ OnFailure = Literal["continue", "stop"]
 
 # Monitor names a plan may list (iolab.monitors implements them).  A monitor that cannot run
 # for a case (jbd2 on xfs) reports itself unavailable at run time; the plan does not refuse it.
-KNOWN_MONITORS: tuple[str, ...] = (
-    "jbd2",
-    "diskstats",
-    "vmstat",
-    "cpu",
-    "hist.writepages",
-    "hist.jbd2_handles",
-    "hist.rq_size",
-)
+KNOWN_MONITORS: tuple[str, ...] = tuple(available_names())  # one list: the registry's
 
 # Placeholders the lab fills at run time (everything else is substituted by the plan layer).
 LAB_PLACEHOLDERS: tuple[str, ...] = ("mnt", "dev", "workdir")  # plus mntN / devN

@@ -45,10 +45,11 @@ def describe(report: Report) -> list[str]:
         how = f"paired by block ({shown} blocks; Wilcoxon signed-rank on log ratios)"
     correction = report.groups[0].comparison.correction if report.groups else "holm"
     fam = "Holm" if correction == "holm" else "Benjamini–Hochberg"
+    adjusted = "p adj: adjusted for the table's tests"
     lines = [
         head,
         f"{how} · α {report.alpha:g} · no-change margin ±{report.margin_pct:g}% · "
-        f"secondary metrics: {fam}",
+        f"multiplicity: {fam} ({adjusted})",
     ]
     if report.sequential:
         lines.append("KPI verdicts: sequential test (anytime-valid; see docs/compare.md)")
@@ -76,7 +77,7 @@ def _kpi_detail(group: Group) -> Block:
                     fmt.cv(s.cv),
                     "" if first else fmt.pct(m.change_pct),
                     "" if first else fmt.ci(m.ci_low_pct, m.ci_high_pct),
-                    "" if first else fmt.p_value(m.p_value),
+                    "" if first else fmt.p_value(m.p_adjusted),
                     "" if first else fmt.verdict(m),
                 ]
             )
@@ -93,7 +94,7 @@ def _kpi_detail(group: Group) -> Block:
             "CV",
             "change",
             "CI",
-            "p",
+            "p adj",
             "verdict",
         ],
         rows=rows,
@@ -114,7 +115,7 @@ def _kpi_overview(report: Report) -> Block:
                 f"{fmt.value(m.b.median, m.unit)} ({m.b.n})",
                 fmt.pct(m.change_pct),
                 fmt.ci(m.ci_low_pct, m.ci_high_pct),
-                fmt.p_value(m.p_value),
+                fmt.p_value(m.p_adjusted),
                 fmt.verdict(m),
             ]
         )
@@ -129,7 +130,7 @@ def _kpi_overview(report: Report) -> Block:
             "B median (n)",
             "change",
             "CI",
-            "p",
+            "p adj",
             "verdict",
         ],
         rows=rows,

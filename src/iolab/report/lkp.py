@@ -66,7 +66,7 @@ def _group(group: Group, show_all: bool) -> list[str]:
     for m in comp.kpis:
         out.append(
             f"{m.name}: {fmt.verdict(m)}, change {fmt.pct(m.change_pct)} "
-            f"{fmt.ci(m.ci_low_pct, m.ci_high_pct)}, p={fmt.p_value(m.p_value)}, "
+            f"{fmt.ci(m.ci_low_pct, m.ci_high_pct)}, p={fmt.p_value(m.p_adjusted)}, "
             f"n={m.n_a}+{m.n_b}"
         )
     return out
