@@ -229,3 +229,33 @@ def test_registry() -> None:
 )
 def test_monitor_metric_units(name: str, unit: str) -> None:
     assert metric_info(name).unit == unit
+
+
+def test_tracefs_reader_joins_lines_split_across_reads() -> None:
+    """trace_pipe hands out bytes, not lines: a record cut between two reads counts once."""
+    import os
+
+    from iolab.monitors.tracefs import TracefsSession
+
+    session = TracefsSession(list(PROBES), [7 << 20 | 0], journal=None)  # type: ignore[arg-type]
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    session._fd = r
+    try:
+        text = ("\n".join(TRACE_LINES) + "\n").encode()
+        cut = text.index(b"handle_count") + 5
+        os.write(w, text[:cut])
+        assert session._drain()
+        os.write(w, text[cut:])
+        while session._drain():
+            pass
+    finally:
+        os.close(w)
+        os.close(r)
+        session._fd = None
+    # the ext4 line is of another device (254,0) and is left out
+    assert session._bins == {
+        "hist.ext4_writepages_pages": {},
+        "hist.jbd2_handles_per_txn": {6.0: 1},
+        "hist.rq_issue_bytes": {4096.0: 1},
+    }

@@ -116,8 +116,11 @@ def test_paired_regression_verdict_and_interval() -> None:
     drift = np.cumsum(rng.normal(0, 0.1, 20))
     a = 36000 * np.exp(drift + rng.normal(0, 0.01, 20))
     b = 36000 * 0.95 * np.exp(drift + rng.normal(0, 0.01, 20))
-    m = compare_metric(MetricInput("write.iops", list(a), list(b), kpi=True,
-                                   blocks_a=blocks(20), blocks_b=blocks(20)))
+    m = compare_metric(
+        MetricInput(
+            "write.iops", list(a), list(b), kpi=True, blocks_a=blocks(20), blocks_b=blocks(20)
+        )
+    )
     assert m.paired and m.n_pairs == 20 and m.n_a == 20
     assert m.verdict == "regression"
     assert m.ci_low_pct is not None and m.ci_high_pct is not None
@@ -146,8 +149,12 @@ def test_equivalence_within_margin() -> None:
     rng = np.random.default_rng(4)
     a = 1000 * np.exp(rng.normal(0, 0.005, 40))
     b = a * np.exp(rng.normal(0.001, 0.002, 40))
-    m = compare_metric(MetricInput("write.iops", list(a), list(b), kpi=True,
-                                   blocks_a=blocks(40), blocks_b=blocks(40)), margin_pct=1.0)
+    m = compare_metric(
+        MetricInput(
+            "write.iops", list(a), list(b), kpi=True, blocks_a=blocks(40), blocks_b=blocks(40)
+        ),
+        margin_pct=1.0,
+    )
     assert m.verdict == "no change"
     assert m.tost_p_value is not None and m.tost_p_value <= 0.05
     assert -1 < m.ci_low_pct < m.ci_high_pct < 1  # type: ignore[operator]
@@ -158,14 +165,22 @@ def test_too_few_samples_warns() -> None:
     assert m.verdict == "inconclusive"
     assert any("can never reach p <= 0.05" in w and "need >= 4 per side" in w for w in m.warnings)
     assert any("to bound the change" in w for w in m.warnings)
-    p = compare_metric(MetricInput("write.iops", [1.0, 2, 3], [4.0, 5, 6],
-                                   blocks_a=[1, 2, 3], blocks_b=[1, 2, 3]))
+    p = compare_metric(
+        MetricInput("write.iops", [1.0, 2, 3], [4.0, 5, 6], blocks_a=[1, 2, 3], blocks_b=[1, 2, 3])
+    )
     assert any("need >= 6 pairs" in w for w in p.warnings)
 
 
 def test_pairing_drops_unmatched_blocks() -> None:
-    m = compare_metric(MetricInput("write.iops", [1.0, 2, 3, 4], [1.0, 2, 3],
-                                   blocks_a=["a", "b", "c", "d"], blocks_b=["a", "b", "c"]))
+    m = compare_metric(
+        MetricInput(
+            "write.iops",
+            [1.0, 2, 3, 4],
+            [1.0, 2, 3],
+            blocks_a=["a", "b", "c", "d"],
+            blocks_b=["a", "b", "c"],
+        )
+    )
     assert m.n_pairs == 3
     assert any("without a partner" in w for w in m.warnings)
 
@@ -190,11 +205,15 @@ def test_holm_and_bh_known_values() -> None:
 
 def test_table_adjusts_secondary_metrics() -> None:
     rng = np.random.default_rng(9)
-    items = [MetricInput("write.iops", list(rng.normal(100, 1, 12)), list(rng.normal(100, 1, 12)),
-                         kpi=True)]
+    items = [
+        MetricInput(
+            "write.iops", list(rng.normal(100, 1, 12)), list(rng.normal(100, 1, 12)), kpi=True
+        )
+    ]
     for j in range(10):
-        items.append(MetricInput(f"vmstat.m{j}", list(rng.normal(50, 1, 12)),
-                                 list(rng.normal(50, 1, 12))))
+        items.append(
+            MetricInput(f"vmstat.m{j}", list(rng.normal(50, 1, 12)), list(rng.normal(50, 1, 12)))
+        )
     table = compare(items)
     assert len(table.kpis) == 1 and len(table.secondary) == 10
     for m in table.secondary:

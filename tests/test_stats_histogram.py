@@ -8,8 +8,9 @@ import pytest
 from iolab.stats import HistogramInput, histogram_shift
 
 
-def runs(rng: np.random.Generator, probs: list[float], n_runs: int, events: int,
-         jitter: float) -> list[dict[str, int]]:
+def runs(
+    rng: np.random.Generator, probs: list[float], n_runs: int, events: int, jitter: float
+) -> list[dict[str, int]]:
     labels = ["1", "2-3", "4-7", "8-15", "16-31"]
     out = []
     for _ in range(n_runs):
@@ -20,8 +21,9 @@ def runs(rng: np.random.Generator, probs: list[float], n_runs: int, events: int,
 
 
 def test_shares_totals_and_means() -> None:
-    h = histogram_shift(HistogramInput("hist.writepages_pages",
-                                       [{"1": 10, "4-7": 30}], [{"1": 30, "2-3": 10}]))
+    h = histogram_shift(
+        HistogramInput("hist.writepages_pages", [{"1": 10, "4-7": 30}], [{"1": 30, "2-3": 10}])
+    )
     assert [b.bucket for b in h.buckets] == ["1", "2-3", "4-7"]
     assert (h.total_a, h.total_b) == (40, 40)
     assert h.buckets[0].share_a == pytest.approx(0.25)
@@ -35,8 +37,9 @@ def test_run_to_run_variation_is_not_a_shift() -> None:
     probs = [0.4, 0.3, 0.2, 0.08, 0.02]
     false = 0
     for _ in range(40):
-        h = histogram_shift(HistogramInput("x", runs(rng, probs, 5, 20000, 0.1),
-                                           runs(rng, probs, 5, 20000, 0.1)))
+        h = histogram_shift(
+            HistogramInput("x", runs(rng, probs, 5, 20000, 0.1), runs(rng, probs, 5, 20000, 0.1))
+        )
         assert h.dispersion > 1
         false += h.verdict == "changed"
     assert false <= 6  # nominal 5% of 40 = 2; binomial slack

@@ -20,7 +20,9 @@ def drifting_series(rng: np.random.Generator, n: int) -> np.ndarray:
     return 36000 * np.exp(0.065 * slow + 0.06 * rng.normal(0, 1, n))
 
 
-def randomized_blocks(rng: np.random.Generator, n: int, shift: float) -> tuple[np.ndarray, np.ndarray]:
+def randomized_blocks(
+    rng: np.random.Generator, n: int, shift: float
+) -> tuple[np.ndarray, np.ndarray]:
     x = drifting_series(rng, 2 * n)
     first, second = x[0::2], x[1::2]
     coin = rng.random(n) < 0.5
@@ -37,8 +39,16 @@ def test_fixed_n_paired_compare_holds_alpha_in_aa() -> None:
     alarms = 0
     for _ in range(reps):
         a, b = randomized_blocks(rng, n, 0.0)
-        m = compare_metric(MetricInput("write.iops", list(a), list(b), kpi=True,
-                                       blocks_a=list(range(n)), blocks_b=list(range(n))))
+        m = compare_metric(
+            MetricInput(
+                "write.iops",
+                list(a),
+                list(b),
+                kpi=True,
+                blocks_a=list(range(n)),
+                blocks_b=list(range(n)),
+            )
+        )
         alarms += m.verdict in ("regression", "improvement")
     assert alarms / reps <= tolerance(reps)
 
@@ -90,7 +100,8 @@ def test_budget_ends_inconclusive_with_runs_needed() -> None:
     rng = np.random.default_rng(5)
     a, b = randomized_blocks(rng, 12, 0.01)
     state = SequentialDecision("write.iops", max_blocks=12).update(
-        zip(a.tolist(), b.tolist(), strict=True))
+        zip(a.tolist(), b.tolist(), strict=True)
+    )
     assert state.done and state.verdict == "inconclusive"
     assert state.runs_needed is not None and state.runs_needed > 0
     assert "budget" in state.reason

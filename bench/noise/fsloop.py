@@ -41,7 +41,8 @@ fsync=1
 
 
 def _run(argv: list[str], tries: int = 1) -> str:
-    """Run argv; retry (udev may hold a just-unmounted device open for a moment)."""
+    """Run argv; retry: a bpftrace started elsewhere while we were mounted holds a copy of
+    the mount in its own namespace, keeping the device busy until it exits."""
     for attempt in range(tries):
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode == 0:
@@ -56,13 +57,24 @@ class LoopFs:
     image: Path
     device: str
     mnt: Path
+    size_mb: int
     mounted: bool = True
 
     def remkfs(self) -> None:
         """A fresh filesystem on the same loop device (what `prepare.mkfs: per-sample` does)."""
         _run(["umount", str(self.mnt)])
         self.mounted = False
-        _run([*MKFS, self.device], tries=5)
+        try:
+            _run([*MKFS, self.device], tries=10)
+        except RuntimeError:
+            # Still held (see _run): detach it (the kernel frees it when released) and go on
+            # with a new image and loop device: a fresh filesystem all the same.
+            subprocess.run(["losetup", "-d", self.device], check=False)
+            self.image.unlink(missing_ok=True)
+            with open(self.image, "wb") as f:
+                f.truncate(self.size_mb << 20)
+            self.device = _run(["losetup", "--find", "--show", str(self.image)]).strip()
+            _run([*MKFS, self.device], tries=10)
         _run(["mount", "-o", MOUNT_OPTIONS, self.device, str(self.mnt)])
         self.mounted = True
 
@@ -82,11 +94,13 @@ def ext4_loop(tag: str, size_mb: int = 512) -> Iterator[LoopFs]:
         _run([*MKFS, device])
         mnt.mkdir(exist_ok=True)
         _run(["mount", "-o", MOUNT_OPTIONS, device, str(mnt)])
-        fs = LoopFs(image, device, mnt)
+        fs = LoopFs(image, device, mnt, size_mb)
         yield fs
     finally:
         if fs is not None and fs.mounted:
             subprocess.run(["umount", str(mnt)], check=False)
+        if fs is not None:
+            device = fs.device
         if device:
             subprocess.run(["losetup", "-d", device], check=False)
         if mnt.exists():
@@ -110,7 +124,7 @@ class FioSample:
     started: float  # wall-clock time the sample started (epoch seconds)
 
 
-def run_fio(job: str, cpus: str | None = None) -> FioSample:
+def run_fio(job: str, cpus: str | None = None, nice: int = 0) -> FioSample:
     """Run one fio job text; the write side's KPIs from its JSON output."""
     with tempfile.TemporaryDirectory(prefix="noisebench-") as tmp:
         path = Path(tmp) / "job.fio"
@@ -118,6 +132,8 @@ def run_fio(job: str, cpus: str | None = None) -> FioSample:
         argv = ["fio", "--output-format=json", str(path)]
         if cpus is not None:
             argv = ["taskset", "-c", cpus, *argv]
+        if nice:
+            argv = ["nice", "-n", str(nice), *argv]
         started = time.time()
         out = _run(argv)
     doc = json.loads(out[out.index("{") :])

@@ -146,28 +146,31 @@ class BpftraceSession:
         argv = self._argv()
         env = dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536")
         t0 = time.monotonic()
-        with open(self._err_path, "w") as err:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                text=True,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_child_setup,
-            )
+        try:
+            with open(self._err_path, "w") as err:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    env=env,
+                    start_new_session=True,
+                    preexec_fn=_child_setup,
+                )
+        except OSError as exc:
+            raise LabError(f"cannot start bpftrace: {exc.strerror or exc}") from None
         self._proc = proc
-        self._entry = self.journal.record(
-            "killpg", pgid=str(proc.pid), start=str(process_start_ticks(proc.pid) or 0)
-        )
-        assert proc.stdout is not None
-        self._reader = threading.Thread(
-            target=self._read, args=(proc, proc.stdout), name="iolab-bpftrace", daemon=True
-        )
-        self._reader.start()
         deadline = t0 + self.attach_timeout_s
         try:
+            self._entry = self.journal.record(
+                "killpg", pgid=str(proc.pid), start=str(process_start_ticks(proc.pid) or 0)
+            )
+            assert proc.stdout is not None
+            self._reader = threading.Thread(
+                target=self._read, args=(proc, proc.stdout), name="iolab-bpftrace", daemon=True
+            )
+            self._reader.start()
             while not self._ready.is_set():
                 if proc.poll() is not None:
                     raise LabError(f"bpftrace failed to start: {self._error_line()}")

@@ -58,6 +58,6 @@ class CpuSysMonitor:
 
     def stop(self, ctx: MonitorContext) -> Reading:
         if self._before is None:
-            raise LabError("cpu_sys: stop without start")
+            raise LabError("stop without start")
         before, self._before = self._before, None
         return derive(before, parse_stat(read_text(STAT)), self._hz)

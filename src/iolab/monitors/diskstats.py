@@ -62,7 +62,7 @@ def derive(
     reading = Reading()
     for dev in devices:
         if dev not in before or dev not in after:
-            reading.warnings.append(f"diskstats: {dev} is not in {DISKSTATS}")
+            reading.warnings.append(f"{dev} is not in {DISKSTATS}")
             continue
         b, a = before[dev], after[dev]
         prefix = f"diskstats.{dev}."
@@ -104,7 +104,7 @@ class DiskstatsMonitor:
 
     def stop(self, ctx: MonitorContext) -> Reading:
         if self._before is None:
-            raise LabError("diskstats: stop without start")
+            raise LabError("stop without start")
         after = parse_diskstats(read_text(DISKSTATS))
         wall = time.monotonic() - self._t0
         before, self._before = self._before, None

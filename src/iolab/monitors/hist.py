@@ -70,14 +70,20 @@ class HistMonitor:
                 self._session, self.used, self.attach_s = session, "bpftrace", session.attach_s
                 return
         tracefs = TracefsSession(probes, dev_ts, ctx.journal)
-        tracefs.start()
+        try:
+            tracefs.start()
+        except OSError as exc:
+            raise LabError(f"tracefs: {exc.strerror or exc}") from None
         self._session, self.used = tracefs, "tracefs"
 
     def stop(self, ctx: MonitorContext) -> Reading:
         session, self._session = self._session, None
         if session is None:
-            raise LabError("hist: stop without start")
-        hists, warnings = session.stop()
+            raise LabError("stop without start")
+        try:
+            hists, warnings = session.stop()
+        except OSError as exc:
+            raise LabError(f"{self.used}: {exc.strerror or exc}") from None
         reading = Reading(warnings=self._warnings + warnings)
         for name, bins in hists.items():
             reading.metrics.update(summarize(name, bins))

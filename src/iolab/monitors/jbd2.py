@@ -86,7 +86,7 @@ def derive(before: Jbd2Info, after: Jbd2Info) -> Reading:
     d_txn = after.transactions - before.transactions
     d_req = after.requested - before.requested
     if d_txn < 0 or d_req < 0:
-        reading.warnings.append("jbd2: counters went backwards (journal remounted?); no figures")
+        reading.warnings.append("counters went backwards (journal remounted?); no figures")
         return reading
     m["jbd2.transactions"] = float(d_txn)
     m["jbd2.transactions_requested"] = float(d_req)
@@ -108,7 +108,7 @@ def derive(before: Jbd2Info, after: Jbd2Info) -> Reading:
         worst = max(worst, (n_a + n_b) / (n_a - n_b) if n_b else 0.0)
     if worst > 1.0:
         reading.warnings.append(
-            f"jbd2: per-transaction means derived from cumulative integer means are good to "
+            f"per-transaction means derived from cumulative integer means are good to "
             f"±{worst:.3g} steps ({before.transactions} transactions before the sample)"
         )
     return reading
@@ -158,6 +158,6 @@ class Jbd2Monitor:
 
     def stop(self, ctx: MonitorContext) -> Reading:
         if self._path is None or self._before is None:
-            return Reading(warnings=["jbd2: no journal statistics were found at start"])
+            return Reading(warnings=["no journal statistics were found at start"])
         before, self._before = self._before, None
         return derive(before, self._read())

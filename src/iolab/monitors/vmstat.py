@@ -98,7 +98,7 @@ class VmstatMonitor:
             self._thread.join()
             self._thread = None
         if self._before is None:
-            raise LabError("vmstat: stop without start")
+            raise LabError("stop without start")
         after = parse_counters(read_text(VMSTAT))
         self._observe(after)
         before, self._before = self._before, None
