@@ -202,7 +202,12 @@ def run_blocks(
                     for c in items
                     for d in c.decisions.values()
                 ):
-                    why = "every KPI has a verdict"
+                    decided = all(
+                        d.state is not None and d.state.verdict != "inconclusive"
+                        for c in items
+                        for d in c.decisions.values()
+                    )
+                    why = "every KPI has a verdict" if decided else f"budget of {block} blocks spent"
                     break
     return "finished", why
 
@@ -294,7 +299,7 @@ def command(
     items = contrasts(plan, alpha, margin, max_runs)
     if not items:
         raise PlanError(f"{plan_path}: no matrix cell holds the baseline and another variant")
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
     store = open_store(ctx.obj.get("db") if ctx.obj else None)
     try:
         tag_map = _parse_tags(tags)

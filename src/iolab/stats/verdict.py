@@ -79,7 +79,19 @@ def runs_needed(
         candidates.append(var * ((z + z_pow) / distance) ** 2)
     if not candidates:
         return cap
-    total = min(candidates)
+    total = max(min(candidates), min_reachable_n(alpha, paired))
     if not math.isfinite(total) or total > cap:
         return cap
     return max(1, math.ceil(total) - n_now)
+
+
+def min_reachable_n(alpha: float, paired: bool) -> int:
+    """Smallest n (pairs, or runs per side) at which the exact two-sided rank test can reach
+    p <= alpha at all: 2 / 2^n for the signed-rank test, 2 / C(2n, n) for Mann-Whitney.
+    Below it no amount of signal gives a verdict, so no estimate may promise fewer runs."""
+    n = 1
+    while True:
+        smallest_p = 2.0 / 2**n if paired else 2.0 / math.comb(2 * n, n)
+        if smallest_p <= alpha:
+            return n
+        n += 1
