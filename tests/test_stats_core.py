@@ -225,7 +225,7 @@ def test_table_adjusts_secondary_metrics() -> None:
 def test_runs_needed_never_promises_fewer_runs_than_the_rank_test_needs() -> None:
     from iolab.stats.verdict import min_reachable_n, runs_needed
 
-    # exact two-sided minima: signed-rank 2/2^n (n=6 -> 0.031), Mann-Whitney 2/C(2n,n) (n=4 -> 0.029)
+    # exact two-sided minima: signed-rank 2/2^n (n=6: 0.031), Mann-Whitney 2/C(2n,n) (n=4: 0.029)
     assert min_reachable_n(0.05, paired=True) == 6
     assert min_reachable_n(0.05, paired=False) == 4
     # a huge shift with 3 pairs still needs 3 more pairs before p can reach 0.05

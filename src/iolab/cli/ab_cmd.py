@@ -207,7 +207,9 @@ def run_blocks(
                         for c in items
                         for d in c.decisions.values()
                     )
-                    why = "every KPI has a verdict" if decided else f"budget of {block} blocks spent"
+                    why = (
+                        "every KPI has a verdict" if decided else f"budget of {block} blocks spent"
+                    )
                     break
     return "finished", why
 

@@ -38,7 +38,8 @@ def print_results(results: list[Result]) -> None:
         for ddir in dirs or ["-"]:
             values = [_fmt(result.metrics.get(f"{ddir}.{key}")) for key in _SHOWN]
             version = f"{result.tool} {result.tool_version or ''}".strip()
-            table.add_row(result.source, result.caption or "", version, result.format, ddir, *values)
+            caption = result.caption or ""
+            table.add_row(result.source, caption, version, result.format, ddir, *values)
     Console().print(table)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from functools import lru_cache
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     """Which way is better.  NEUTRAL metrics are evidence: they change, but are not judged."""
 
     HIGHER = "higher"

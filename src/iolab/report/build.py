@@ -257,7 +257,7 @@ def kpis_of(
             for item in recorded:
                 if isinstance(item, dict) and isinstance(item.get("metric"), str):
                     try:
-                        direction: Direction | None = Direction(item.get("direction"))
+                        direction: Direction | None = Direction(str(item.get("direction")))
                     except ValueError:
                         direction = None
                     out.setdefault(item["metric"], direction)
