@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import random
 import shlex
 import sys
@@ -76,10 +77,14 @@ def main() -> None:
                     else:
                         rid = run_plan(db, plan, label)
                         got = samples(db, rid)
+                        run_id = str(rid)
                         if len(got) != 1 or got[0]["status"] != "ok":
+                            # a failed sample is data about the lab, never a number
                             why = [x.get("reason") for x in got]
-                            raise SystemExit(f"lab run {rid}: no ok sample: {why}")
-                        value, run_id = float(got[0]["metrics"]["write.iops"]), str(rid)
+                            print(f"lab run {rid} failed: {why}", file=sys.stderr)
+                            value = float("nan")
+                        else:
+                            value = float(got[0]["metrics"]["write.iops"])
                     rows.append(
                         {
                             "round": i + 1,
@@ -99,8 +104,13 @@ def main() -> None:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-    naive = describe([float(str(r["write_iops"])) for r in rows if r["side"] == "naive"])
-    lab = describe([float(str(r["write_iops"])) for r in rows if r["side"] == "lab"])
+
+    def values(side: str) -> list[float]:
+        got = [float(str(r["write_iops"])) for r in rows if r["side"] == side]
+        return [v for v in got if not math.isnan(v)]
+
+    naive, lab = describe(values("naive")), describe(values("lab"))
+    failed = sum(1 for r in rows if r["side"] == "lab") - lab.n
     lines = [
         f"Command: `{command}` ({time.time() - t0:.0f} s, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC)",
         f"Plan: {args.plan.relative_to(ROOT) if args.plan.is_relative_to(ROOT) else args.plan}"
@@ -109,6 +119,8 @@ def main() -> None:
         HEADER,
         row("naive loop (one fs, no preparation)", naive),
         row("lab (`iolab run`)", lab),
+        "",
+        f"Failed lab samples (left out): {failed}",
         "",
         "Machine before: " + "; ".join(f"{k}={v}" for k, v in before.items()),
         "",

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from noise.fsloop import LoopFs, drop_caches, ext4_loop, job_a, run_fio
-from noise.series import HEADER, describe, row
+from noise.series import HEADER, describe, round_adjusted_sd, row
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,12 @@ class Strategy:
     thread: bool = True
     warmup: str = ""  # a separate, unmeasured fio run of the same job first
     extra: str = ""  # more fio options
+    mkfs: tuple[str, ...] = ()  # more mkfs.ext4 options for `fresh`
     nice: int = 0  # scheduling niceness of fio (negative: ahead of other users' work)
 
     def sample(self, fs: LoopFs) -> float:
         if self.fresh:
-            fs.remkfs()
+            fs.remkfs(self.mkfs)
         if self.drop:
             drop_caches()
         extra = self.extra + (f"ramp_time={self.ramp}\n" if self.ramp else "")
@@ -47,6 +48,9 @@ class Strategy:
         job = job_a(fs.mnt, self.runtime, self.thread, extra)
         return run_fio(job, self.cpus, self.nice).iops
 
+
+# Initialise inode tables and journal in mkfs, not lazily by ext4lazyinit after the mount.
+NOLAZY = ("-E", "lazy_itable_init=0,lazy_journal_init=0")
 
 STRATEGIES = [
     Strategy("naive"),
@@ -61,6 +65,8 @@ STRATEGIES = [
     Strategy("fresh+rt5s", fresh=True, runtime="5s"),
     Strategy("ramp1s+rt5s", ramp="1s", runtime="5s"),
     Strategy("fresh+ramp1s+rt5s", fresh=True, ramp="1s", runtime="5s"),
+    Strategy("fresh+nolazy", fresh=True, mkfs=NOLAZY),
+    Strategy("lab-like+nolazy", fresh=True, drop=True, warmup="2s", runtime="5s", mkfs=NOLAZY),
     Strategy("nice-20", nice=-20),
     Strategy("nice-20+rt5s", nice=-20, runtime="5s"),
     Strategy("lab-like+nice-20", fresh=True, drop=True, warmup="2s", runtime="5s", nice=-20),
@@ -102,6 +108,9 @@ def main() -> None:
             n = min(len(v) for v in values.values())
             values = {k: v[:n] for k, v in values.items()}
     lines = [HEADER] + [row(s.name, describe(values[s.name])) for s in chosen]
+    adjusted = round_adjusted_sd(values)
+    lines += ["", "SD of log IOPS after removing the per-round effect shared by all series:"]
+    lines += [f"- {name}: {100 * sd:.1f}%" for name, sd in adjusted.items()]
     text = "\n".join(lines)
     print(text)
     for s in chosen:

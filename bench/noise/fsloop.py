@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -60,12 +61,12 @@ class LoopFs:
     size_mb: int
     mounted: bool = True
 
-    def remkfs(self) -> None:
+    def remkfs(self, extra: tuple[str, ...] = ()) -> None:
         """A fresh filesystem on the same loop device (what `prepare.mkfs: per-sample` does)."""
         _run(["umount", str(self.mnt)])
         self.mounted = False
         try:
-            _run([*MKFS, self.device], tries=10)
+            _run([*MKFS, *extra, self.device], tries=10)
         except RuntimeError:
             # Still held (see _run): detach it (the kernel frees it when released) and go on
             # with a new image and loop device: a fresh filesystem all the same.
@@ -74,14 +75,19 @@ class LoopFs:
             with open(self.image, "wb") as f:
                 f.truncate(self.size_mb << 20)
             self.device = _run(["losetup", "--find", "--show", str(self.image)]).strip()
-            _run([*MKFS, self.device], tries=10)
+            _run([*MKFS, *extra, self.device], tries=10)
         _run(["mount", "-o", MOUNT_OPTIONS, self.device, str(self.mnt)])
         self.mounted = True
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(f"terminated by signal {signum}")
 
 
 @contextmanager
 def ext4_loop(tag: str, size_mb: int = 512) -> Iterator[LoopFs]:
     """Create, format and mount a tmpfs-backed loop image; undo all of it on the way out."""
+    signal.signal(signal.SIGTERM, _terminate)  # so that `finally` below still runs
     name = f"noisebench-{os.getpid()}-{tag}"
     image = Path("/dev/shm") / f"{name}.img"
     mnt = Path("/tmp") / name

@@ -52,3 +52,15 @@ HEADER = (
     "| series | n | median IOPS | CV | robust CV | range | lag-1 autocorr |\n"
     "|---|---|---|---|---|---|---|"
 )
+
+
+def round_adjusted_sd(series: dict[str, list[float]]) -> dict[str, float]:
+    """Each series' SD of log values after removing the effect every series shared per round.
+
+    In interleaved rounds, load from other users moves all strategies of a round together;
+    subtracting each round's mean log (over all series) leaves each strategy's own noise.
+    """
+    names = list(series)
+    logs = np.log(np.array([series[n] for n in names], dtype=float))
+    shared = logs.mean(axis=0) - logs.mean()
+    return {n: float((logs[i] - shared).std(ddof=1)) for i, n in enumerate(names)}

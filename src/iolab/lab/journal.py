@@ -170,6 +170,8 @@ def _group_members(pgid: int, start: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] in ("Z", "X"):
+            continue  # dead already, only waiting to be reaped by its parent
         if int(fields[2]) == pgid and int(fields[19]) >= start:
             members.append(int(entry.name))
     return members
