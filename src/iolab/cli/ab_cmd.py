@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import click
 from rich.console import Console
 
+from iolab.cli.options import ci_option, margin_option
 from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
 from iolab.lab import runner
 from iolab.model.sample import Sample
@@ -218,14 +219,7 @@ def run_blocks(
 @click.argument("plan_path", metavar="PLAN")
 @click.option("--quick", is_flag=True, help="Use the plan's `quick` profile.")
 @click.option("--profile", default=None, metavar="NAME", help="Use one of the plan's profiles.")
-@click.option(
-    "--margin",
-    type=float,
-    default=1.0,
-    show_default=True,
-    metavar="PCT",
-    help="'No change' means within ± this many percent.",
-)
+@margin_option
 @click.option(
     "--alpha",
     type=float,
@@ -263,11 +257,7 @@ def run_blocks(
     help="Format of the final report.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Every secondary metric in the report.")
-@click.option(
-    "--ci",
-    is_flag=True,
-    help="Exit 10 when a KPI regressed, 11 when none did but one is inconclusive.",
-)
+@ci_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.pass_context
 def command(

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from iolab.cli.options import ci_option, margin_option
 from iolab.errors import IolabError
 from iolab.report import FORMATS, RenderOptions, ci_exit_code, render
 from iolab.report.build import Options, by_report, pair_report
@@ -56,14 +57,7 @@ def emit(report: Report, format_name: str, show_all: bool, ci: bool) -> None:
     metavar="VALUE",
     help="The value compared against (default: the plan's baseline variant, else the first).",
 )
-@click.option(
-    "--margin",
-    type=float,
-    default=1.0,
-    show_default=True,
-    metavar="PCT",
-    help="'No change' means within ± this many percent.",
-)
+@margin_option
 @click.option(
     "--alpha",
     type=float,
@@ -94,11 +88,7 @@ def emit(report: Report, format_name: str, show_all: bool, ci: bool) -> None:
     is_flag=True,
     help="Show every secondary metric and histogram, not only the changed ones.",
 )
-@click.option(
-    "--ci",
-    is_flag=True,
-    help="Exit 10 when a KPI regressed, 11 when none did but one is inconclusive.",
-)
+@ci_option
 @click.pass_context
 def command(
     ctx: click.Context,

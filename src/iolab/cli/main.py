@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Any
@@ -11,20 +12,33 @@ import click
 from iolab import __version__
 from iolab.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, IolabError
 
-# Each subcommand lives in its own module and exposes `command`.
-_COMMANDS = (
-    "parse_cmd",
-    "import_cmd",
-    "results_cmd",
-    "run_cmd",
-    "cleanup_cmd",
-    "compare_cmd",
-    "ab_cmd",
-)
+# Each subcommand lives in its own module and exposes `command`; modules are imported only
+# when their command runs, so `iolab cleanup` does not pay for scipy and SQLAlchemy at start.
+_COMMANDS = {
+    "parse": "parse_cmd",
+    "import": "import_cmd",
+    "results": "results_cmd",
+    "run": "run_cmd",
+    "cleanup": "cleanup_cmd",
+    "compare": "compare_cmd",
+    "ab": "ab_cmd",
+}
 
 
 class IolabGroup(click.Group):
-    """A click group that turns IolabError into one line on stderr and its exit code."""
+    """A click group that turns IolabError into one line on stderr and its exit code,
+    and loads each subcommand's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = _COMMANDS.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"iolab.cli.{module_name}")
+        command: click.Command = module.command
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -61,15 +75,6 @@ def cli(ctx: click.Context, db: str | None) -> None:
     ctx.obj["db"] = db
 
 
-def _register() -> None:
-    import importlib
-
-    for name in _COMMANDS:
-        module = importlib.import_module(f"iolab.cli.{name}")
-        cli.add_command(module.command)
-
-
-_register()
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from iolab.ingest.detect import parse_source
 from iolab.model.result import Result
+from iolab.report.fmt import brief_number
 
 _SHOWN = ("iops", "bw_bytes", "runtime_ms", "clat_ns.mean", "clat_ns.p99")
 
@@ -36,16 +37,9 @@ def print_results(results: list[Result]) -> None:
         dirs = [d for d in ("read", "write", "trim", "mixed") if f"{d}.iops" in result.metrics
                 or f"{d}.bw_bytes" in result.metrics]
         for ddir in dirs or ["-"]:
-            values = [_fmt(result.metrics.get(f"{ddir}.{key}")) for key in _SHOWN]
+            values = [brief_number(result.metrics.get(f"{ddir}.{key}")) for key in _SHOWN]
             version = f"{result.tool} {result.tool_version or ''}".strip()
             caption = result.caption or ""
             table.add_row(result.source, caption, version, result.format, ddir, *values)
     Console().print(table)
 
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return ""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from iolab.errors import IolabError
 from iolab.model.sample import RunInfo, Sample
+from iolab.report.fmt import brief_number
 from iolab.store import open_store
 from iolab.store.export import run_to_json, sample_to_json
 
@@ -107,14 +108,7 @@ def _print_samples(run: RunInfo, samples: list[Sample]) -> None:
         else:
             where = [sample.source or "", sample.caption or ""]
         status = sample.status if sample.status == "ok" else f"failed: {sample.reason or '?'}"
-        values = [_fmt(sample.metrics.get(name)) for name in kpis]
+        values = [brief_number(sample.metrics.get(name)) for name in kpis]
         table.add_row(str(sample.id), *where, status, *values)
     console.print(table)
 
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return ""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"

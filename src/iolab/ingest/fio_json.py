@@ -19,20 +19,11 @@ from typing import Any
 from iolab.errors import IngestError
 from iolab.ingest.aggregate import aggregate_jobs
 from iolab.ingest.numbers import parse_version, tool_version
-from iolab.model.metrics import percentile_name
+from iolab.model.metrics import FIO_DISK_COUNTERS, percentile_name
 from iolab.model.result import Histogram, Job, Result
 
 _DIRECTIONS = ("read", "write", "trim", "mixed")
 _LATENCIES = ("clat", "lat", "slat")
-_DISK_FIELDS = (
-    "read_ios",
-    "write_ios",
-    "read_merges",
-    "write_merges",
-    "read_ticks",
-    "write_ticks",
-    "in_queue",
-)
 _ALL_CLIENTS = "All clients"
 # A JSON object starts on its own line (fio prints `{` in column 0); text may precede it.
 _OBJECT_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
@@ -363,7 +354,7 @@ def _disk_metrics(disks: Any, ambiguous: set[str]) -> dict[str, float]:
         host = _host_label(disk, ambiguous)
         if host is not None:
             name = f"{name}@{host.replace('.', '_')}"
-        for field in _DISK_FIELDS:
+        for field in FIO_DISK_COUNTERS:
             value = _num(disk, field)
             if value is not None:
                 metrics[f"disk.{name}.{field}"] = value

@@ -19,7 +19,7 @@ from iolab.errors import IngestError
 from iolab.ingest.aggregate import aggregate_jobs
 from iolab.ingest.fio_json import has_io
 from iolab.ingest.numbers import parse_float, parse_percent, tool_version
-from iolab.model.metrics import percentile_name
+from iolab.model.metrics import FIO_DISK_COUNTERS, percentile_name
 from iolab.model.result import Job, Result
 
 _START = re.compile(r"\s*([2-5]);")
@@ -31,15 +31,6 @@ _PLAIN_DIRS = {2: ("read", "write", "trim"), 3: ("read", "write"), 4: ("read", "
 _TAIL = 34  # cpu 5, I/O depths 7, µs buckets 10, ms buckets 12
 _PCT_TAIL = (0, 1, *range(5, _TAIL))  # tail fields that carry a `%`
 _DISK = 9  # name;read_ios;write_ios;read_merges;write_merges;read_ticks;write_ticks;in_queue;util%
-_DISK_NAMES = (
-    "read_ios",
-    "write_ios",
-    "read_merges",
-    "write_merges",
-    "read_ticks",
-    "write_ticks",
-    "in_queue",
-)
 _MAX_JOINED = 40  # lines a mail client may have hard-wrapped one terse line into
 
 
@@ -238,7 +229,7 @@ def _result(run: list[_Line], source: str) -> Result:
     for disk, values in run[-1].disks.items():
         try:
             name = disk.replace(".", "_")
-            for key, value in zip(_DISK_NAMES, values[:7], strict=True):
+            for key, value in zip(FIO_DISK_COUNTERS, values[:7], strict=True):
                 metrics[f"disk.{name}.{key}"] = parse_float(value)
             metrics[f"disk.{name}.util_pct"] = parse_percent(values[7])
         except ValueError:

@@ -35,6 +35,16 @@ LATENCY_KINDS = ("clat_ns", "lat_ns", "slat_ns")
 # fio's default percentile list, plus the extremes people ask for.  Names: p1, p5, p99.9 ...
 PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
 LATENCY_STATS = ("min", "max", "mean", "stddev")
+# fio's per-device counters (JSON disk_util keys, terse disk fields in this order)
+FIO_DISK_COUNTERS = (
+    "read_ios",
+    "write_ios",
+    "read_merges",
+    "write_merges",
+    "read_ticks",
+    "write_ticks",
+    "in_queue",
+)
 
 
 def percentile_name(p: float) -> str:

@@ -84,3 +84,12 @@ def verdict(m: MetricComparison) -> str:
             return f"inconclusive (~{m.runs_needed} more runs/side)"
         return "inconclusive"
     return m.verdict
+
+
+def brief_number(value: float | None) -> str:
+    """A metric in a listing: thousands separated from 100 up, 3 significant digits below."""
+    if value is None:
+        return ""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
