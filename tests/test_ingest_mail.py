@@ -122,3 +122,23 @@ def test_prose_between_results_in_one_unquoted_paste() -> None:
     assert [r.caption for r in results] == ["Baseline run on 6.6", "and on 6.7-rc1, same box"]
     assert results[0].metrics == _clean("3.33", "seqread.txt").metrics
     assert results[1].metrics == _clean("3.33", "verify.txt").metrics
+
+
+def test_fio_json_quoted_in_a_mail_gets_its_caption() -> None:
+    """JSON pasted into a reply is captioned like text results: by the line introducing it."""
+    from pathlib import Path
+
+    from iolab.ingest.detect import parse_text
+
+    out = Path(__file__).parent / "data" / "fio-3.33" / "out"
+    first = (out / "seqread.json").read_text().splitlines()
+    second = (out / "randread-3jobs.json").read_text().splitlines()
+    message = "\n".join(
+        ["Hi,", "", "On Mon, Jane wrote:", "> Baseline on 6.1 (fio json):"]
+        + [f"> {line}" for line in first]
+        + ["", "> With the patch applied:"]
+        + [f"> {line}" for line in second]
+    )
+    results = parse_text(message, "mail")
+    assert [r.caption for r in results] == ["Baseline on 6.1 (fio json)", "With the patch applied"]
+    assert [len(r.jobs) for r in results] == [1, 3]

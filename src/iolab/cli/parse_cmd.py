@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from iolab.ingest.detect import parse_source
+from iolab.model.metrics import IO_DIRECTIONS, metric_info
 from iolab.model.result import Result
-from iolab.report.fmt import brief_number
+from iolab.report.fmt import value
 
 _SHOWN = ("iops", "bw_bytes", "runtime_ms", "clat_ns.mean", "clat_ns.p99")
 
@@ -30,16 +32,22 @@ def command(files: tuple[str, ...], as_json: bool) -> None:
 
 
 def print_results(results: list[Result]) -> None:
+    """One row per result and I/O direction, figures scaled with their units."""
     table = Table(title=f"{len(results)} result(s)")
-    for column in ("source", "caption", "tool", "format", "dir", *_SHOWN):
+    for column in ("#", "caption / source", "tool", "format", "dir"):
         table.add_column(column, overflow="fold")
-    for result in results:
-        dirs = [d for d in ("read", "write", "trim", "mixed") if f"{d}.iops" in result.metrics
+    for key in _SHOWN:
+        table.add_column(key, justify="right")
+    for number, result in enumerate(results, 1):
+        dirs = [d for d in IO_DIRECTIONS if f"{d}.iops" in result.metrics
                 or f"{d}.bw_bytes" in result.metrics]
+        version = f"{result.tool} {result.tool_version or ''}".strip()
+        where = result.caption or result.source
         for ddir in dirs or ["-"]:
-            values = [brief_number(result.metrics.get(f"{ddir}.{key}")) for key in _SHOWN]
-            version = f"{result.tool} {result.tool_version or ''}".strip()
-            caption = result.caption or ""
-            table.add_row(result.source, caption, version, result.format, ddir, *values)
-    Console().print(table)
-
+            values = []
+            for key in _SHOWN:
+                name = f"{ddir}.{key}"
+                figure = result.metrics.get(name)
+                values.append("" if figure is None else value(figure, metric_info(name).unit))
+            table.add_row(str(number), where, version, result.format, ddir, *values)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)

@@ -49,15 +49,18 @@ def read_source(path: str) -> str:
 
 def parse_text(text: str, source: str) -> list[Result]:
     """Every result found in `text`; IngestError when there is none or one is broken."""
-    if fio_json.looks_like(text):
-        return fio_json.parse(text, source)
-    text = mail.message_text(text)  # a saved message: its decoded text/plain body
-    lines = mail.unquote(text.splitlines())
-    if fio_json.looks_like("\n".join(lines)):
-        return fio_json.parse("\n".join(lines), source)
     found: list[tuple[int, Result]] = []
-    for reader in LINE_READERS:
-        found.extend(reader.find(lines, source))
+    if fio_json.looks_like(text):
+        lines = text.splitlines()
+        found = fio_json.find(lines, source)
+    else:
+        text = mail.message_text(text)  # a saved message: its decoded text/plain body
+        lines = mail.unquote(text.splitlines())
+        if fio_json.looks_like("\n".join(lines)):
+            found = fio_json.find(lines, source)
+        else:
+            for reader in LINE_READERS:
+                found.extend(reader.find(lines, source))
     if not found:
         raise IngestError(source, _why_not(text))
     found.sort(key=lambda item: item[0])

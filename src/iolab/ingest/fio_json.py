@@ -41,25 +41,33 @@ def looks_like(text: str) -> bool:
 
 def parse(text: str, source: str) -> list[Result]:
     """One Result per fio JSON document in `text` (fio run several times into one file)."""
+    return [result for _, result in find(text.splitlines(), source)]
+
+
+def find(lines: list[str], source: str) -> list[tuple[int, Result]]:
+    """Each fio JSON document in `lines` with the index of the line it starts on (so that
+    the caller can caption JSON pasted into a mail like any other result)."""
+    text = "\n".join(lines)
     documents = _documents(text, source)
     if not documents:
         raise IngestError(source, "no fio JSON object found")
-    results = []
-    for document in documents:
+    found = []
+    for line, document in documents:
         try:
-            results.append(_result(document, source))
+            found.append((line, _result(document, source)))
         except IngestError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise IngestError(source, f"fio JSON of an unexpected shape ({exc})") from None
-    return results
+    return found
 
 
-def _documents(text: str, source: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object that is fio output, skipping text around them."""
+def _documents(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every top-level JSON object that is fio output, with the index of the line it starts
+    on (the non-finite rewrite keeps line breaks), skipping text around them."""
     text = _NON_FINITE.sub(_non_finite_repl, text)
     decoder = json.JSONDecoder()
-    documents: list[dict[str, Any]] = []
+    documents: list[tuple[int, dict[str, Any]]] = []
     pos = 0
     while True:
         match = _OBJECT_START.search(text, pos)
@@ -80,7 +88,7 @@ def _documents(text: str, source: str) -> list[dict[str, Any]]:
         except RecursionError:
             raise IngestError(source, "malformed fio JSON: nested too deeply") from None
         if isinstance(obj, dict) and ("jobs" in obj or "client_stats" in obj):
-            documents.append(obj)
+            documents.append((text.count("\n", 0, start), obj))
         elif isinstance(obj, dict) and "fio version" in obj:
             raise IngestError(source, 'fio JSON without a "jobs" list')
         pos = end
