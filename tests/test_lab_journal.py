@@ -110,3 +110,15 @@ def test_block_orders_repeat_for_the_same_seed_and_differ_between_blocks() -> No
     assert all(sorted(order) == list(range(6)) for order in orders)
     assert len({tuple(order) for order in orders}) > 10
     assert block_order(43, 1, 6) != block_order(42, 1, 6) or block_order(43, 2, 6) != orders[1]
+
+
+def test_ext_mkfs_writes_inode_tables_up_front_unless_the_plan_says_otherwise() -> None:
+    from iolab.lab.filesystem import EAGER_INIT, effective_mkfs_options
+
+    assert effective_mkfs_options("ext4", ["-m", "1"]) == ["-m", "1", "-E", EAGER_INIT]
+    # mke2fs keeps only the last -E, so an existing one is extended, not followed by another
+    assert effective_mkfs_options("ext4", ["-E", "stride=8"]) == ["-E", f"stride=8,{EAGER_INIT}"]
+    assert effective_mkfs_options("ext4", ["-Estride=8"]) == [f"-Estride=8,{EAGER_INIT}"]
+    explicit = ["-E", "lazy_itable_init=1"]
+    assert effective_mkfs_options("ext4", explicit) == explicit
+    assert effective_mkfs_options("xfs", ["-b", "size=4096"]) == ["-b", "size=4096"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import click
 from rich.console import Console
 
-from iolab.cli.options import ci_option, margin_option
+from iolab.cli.options import ci_option, margin_option, parse_tags
 from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
 from iolab.lab import runner
 from iolab.model.sample import Sample
@@ -283,6 +283,7 @@ def command(
     if quick and profile and profile != "quick":
         raise IolabError("--quick and --profile name different profiles")
     max_time_s = parse_duration(max_time) if max_time is not None else None
+    tag_map = parse_tags(tags)
     plan = load_plan(plan_path, "quick" if quick else profile)
     if len(plan.variants) < 2:
         raise PlanError(f"{plan_path}: `iolab ab` needs a plan with at least two variants")
@@ -294,7 +295,6 @@ def command(
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
     store = open_store(ctx.obj.get("db") if ctx.obj else None)
     try:
-        tag_map = _parse_tags(tags)
         run_id, seed = runner.start_run(store, plan, label=label, tags=tag_map, kind="ab")
         store.update_run_meta(
             run_id,
@@ -386,13 +386,3 @@ def command(
         click.echo(f"iolab: ab run {run_id} interrupted, machine restored", err=True)
         sys.exit(EXIT_INTERRUPTED)
     emit(report, format_name, show_all, ci)
-
-
-def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for tag in tags:
-        key, sep, value = tag.partition("=")
-        if not sep or not key or not value:
-            raise IolabError(f"--tag {tag!r}: expected KEY=VALUE")
-        out[key] = value
-    return out

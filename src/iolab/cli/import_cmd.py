@@ -6,32 +6,13 @@ stored, so a re-run after fixing it does not leave half an import behind.
 
 from __future__ import annotations
 
-import re
-
 import click
 
+from iolab.cli.options import parse_tags
 from iolab.errors import IolabError
 from iolab.ingest.detect import parse_source
 from iolab.model.result import Result
 from iolab.store import open_store
-
-_TAG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*\Z")
-
-
-def parse_tags(specs: tuple[str, ...]) -> dict[str, str]:
-    """`key=value` options as a dict; a malformed or repeated key is a one-line error."""
-    tags: dict[str, str] = {}
-    for spec in specs:
-        key, sep, value = spec.partition("=")
-        key = key.strip()
-        if not sep or not _TAG_KEY.match(key) or not value:
-            raise IolabError(
-                f"bad --tag {spec!r}: expected KEY=VALUE (key of letters, digits, _ . : -)"
-            )
-        if key in tags:
-            raise IolabError(f"--tag {key} given twice")
-        tags[key] = value
-    return tags
 
 
 @click.command("import")

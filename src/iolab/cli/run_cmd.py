@@ -16,6 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from iolab.cli.options import parse_tags
 from iolab.errors import EXIT_INTERRUPTED, IolabError, PlanError
 from iolab.lab import runner
 from iolab.model.metrics import metric_info
@@ -87,16 +88,6 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for tag in tags:
-        key, sep, value = tag.partition("=")
-        if not sep or not key:
-            raise IolabError(f"--tag {tag!r}: expected KEY=VALUE")
-        out[key] = value
-    return out
-
-
 @click.command("run")
 @click.argument("plan_path", metavar="PLAN", required=False)
 @click.option("--quick", is_flag=True, help="Use the plan's `quick` profile (short, for tests).")
@@ -134,19 +125,23 @@ def command(
     if quick and profile and profile != "quick":
         raise IolabError("--quick and --profile name different profiles")
     profile = "quick" if quick else profile
+    # Everything the command line alone can get wrong fails before the store is opened.
+    if resume is not None and plan_path is not None:
+        raise IolabError("give either PLAN or --resume RUN, not both")
+    if resume is None and plan_path is None:
+        raise IolabError("missing PLAN (or --resume RUN)")
+    tag_map = parse_tags(tags)
+    new_plan = load_plan(plan_path, profile) if plan_path is not None else None
     store = open_store(ctx.obj.get("db") if ctx.obj else None)
     try:
-        if resume is not None:
-            if plan_path is not None:
-                raise IolabError("give either PLAN or --resume RUN, not both")
+        if new_plan is None:
+            assert resume is not None
             plan, run_id, seed = _resumed(store, resume)
             runner.preflight(plan, destroy_data=destroy_data)
         else:
-            if plan_path is None:
-                raise IolabError("missing PLAN (or --resume RUN)")
-            plan = load_plan(plan_path, profile)
+            plan = new_plan
             runner.preflight(plan, destroy_data=destroy_data)
-            run_id, seed = runner.start_run(store, plan, label=label, tags=_parse_tags(tags))
+            run_id, seed = runner.start_run(store, plan, label=label, tags=tag_map)
         err = Console(stderr=True)
         if not quiet:
             err.print(

@@ -9,6 +9,7 @@ nearest preceding line that introduces it (ingest.mail.caption_for).
 
 from __future__ import annotations
 
+import codecs
 import sys
 from pathlib import Path
 
@@ -33,6 +34,13 @@ def read_source(path: str) -> str:
             data = p.read_bytes()
         except OSError as exc:
             raise IngestError(path, f"cannot read: {exc.strerror}") from None
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # Windows PowerShell's `>` writes UTF-16 with a byte-order mark
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            raise IngestError(path, "binary data, not a text result") from None
+    data = data.removeprefix(codecs.BOM_UTF8)  # Notepad's and PowerShell's "utf8" add one
     if not data.strip():
         raise IngestError(path, "empty input, no result in it")
     if b"\x00" in data:

@@ -36,12 +36,33 @@ class Mounted:
     options: str  # as /proc/mounts shows them
 
 
+EAGER_INIT = "lazy_itable_init=0,lazy_journal_init=0"
+
+
+def effective_mkfs_options(fstype: str, options: list[str]) -> list[str]:
+    """The options mkfs really gets.  For ext2/3/4 the inode tables and journal are written at
+    mkfs time unless the plan says otherwise: with lazy init, ext4lazyinit zeroes them in the
+    background during the first minutes after mount — inside the measured sample of a
+    fresh-filesystem-per-sample run (docs/noise.md measured it doubling the noise)."""
+    if not fstype.startswith("ext") or any("lazy_" in option for option in options):
+        return list(options)
+    merged = list(options)
+    for i, option in enumerate(merged):
+        if option == "-E" and i + 1 < len(merged):  # mke2fs keeps only the last -E: extend it
+            merged[i + 1] = f"{merged[i + 1]},{EAGER_INIT}"
+            return merged
+        if option.startswith("-E") and len(option) > 2:
+            merged[i] = f"{option},{EAGER_INIT}"
+            return merged
+    return [*merged, "-E", EAGER_INIT]
+
+
 def mkfs(fstype: str, devices: list[str], options: list[str]) -> None:
     """Make a filesystem (btrfs may span several devices)."""
     base = MKFS.get(fstype)
     if base is None:
         raise LabError(f"unsupported filesystem {fstype!r} ({', '.join(sorted(MKFS))})")
-    commands.run([*base, *options, *devices], timeout=300)
+    commands.run([*base, *effective_mkfs_options(fstype, options), *devices], timeout=300)
 
 
 def mountpoint_for(run_id: int, n: int = 0) -> Path:

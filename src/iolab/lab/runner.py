@@ -288,7 +288,11 @@ class LabSession:
         sample.provenance = provenance.sample(
             devices=[(d.name, d.image) for d in devices],
             fstype=fs.type if fs else None,
-            mkfs_options=fs.mkfs_options if fs else (),
+            mkfs_options=(
+                tuple(filesystem.effective_mkfs_options(fs.type, list(fs.mkfs_options)))
+                if fs
+                else ()
+            ),
             mount_options_requested=fs.mount_options if fs else "",
             mount_options_shown=[m.options for m in mounts],
             sysctls=dict(case.sysctls),

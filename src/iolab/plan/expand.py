@@ -65,9 +65,12 @@ def build_plan(path: str, profile: str | None = None, *, check_fio: bool = True)
     """Read, validate and expand `path` with `profile` applied (see the module docstring)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise PlanError(f"{path}: cannot read the plan: {reason}") from None
+    except UnicodeDecodeError as e:
+        raise PlanError(
+            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        ) from None
+    except OSError as e:
+        raise PlanError(f"{path}: cannot read the plan: {e.strerror or e}") from None
     return plan_from_text(text, path, profile, check_fio=check_fio)
 
 

@@ -84,6 +84,10 @@ def make_engine(loc: Location) -> Engine:
         engine = create_engine(loc.url)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise StoreError(f"cannot use store {loc.display}: {exc}") from None
+    except ImportError as exc:  # the dialect exists but its driver is not installed
+        raise StoreError(
+            f"cannot use store {loc.display}: its database driver is not installed ({exc})"
+        ) from None
     if engine.dialect.name == "sqlite":
         _sqlite_setup(engine)
     return engine

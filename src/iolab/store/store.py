@@ -30,6 +30,7 @@ RUN_KINDS = ("import", "lab", "ab")
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 SAMPLE_STATUSES = ("ok", "failed")
 _CHUNK = 500  # ids per IN (...) list: well inside every backend's parameter limit
+_ID_MIN, _ID_MAX = -(2**31), 2**31 - 1  # runs.id is INTEGER: 32 bits on PostgreSQL
 
 
 def _now() -> datetime:
@@ -263,6 +264,8 @@ class Store:
             return _run_infos(session, rows)
 
     def run(self, run_id: int) -> RunInfo:
+        if not _ID_MIN <= run_id <= _ID_MAX:  # a typo'd id the database driver cannot bind
+            raise StoreError(f"no run {run_id} in the store")
         with self._session() as session:
             row = session.get(RunRow, run_id)
             if row is None:
