@@ -166,3 +166,16 @@ def test_real_process_with_iolab_db(tmp_path: Path) -> None:
     listed = subprocess.run([sys.executable, "-m", "iolab", "results", "--json"],
                             env=env, capture_output=True, text=True, check=True)
     assert [r["label"] for r in json.loads(listed.stdout)] == ["p"]
+
+
+def test_lab_run_kpis_recorded_by_the_runner_become_columns() -> None:
+    """The runner records KPIs as {"metric", "direction"} objects in the run's meta."""
+    from datetime import UTC, datetime
+
+    from iolab.cli.results_cmd import kpi_columns
+    from iolab.model.sample import RunInfo, Sample
+
+    run = RunInfo(id=1, kind="lab", label=None, status="finished", created_at=datetime.now(UTC),
+                  meta={"kpis": [{"metric": "write.bw_bytes", "direction": "higher"}]})
+    sample = Sample(run_id=1, metrics={"write.bw_bytes": 1.0, "write.iops": 2.0})
+    assert kpi_columns(run, [sample]) == ["write.bw_bytes"]

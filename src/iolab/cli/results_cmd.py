@@ -82,8 +82,12 @@ def _print_runs(runs: list[RunInfo], label: str | None) -> None:
 
 def kpi_columns(run: RunInfo, samples: list[Sample]) -> list[str]:
     """The metrics worth a column: the run's KPIs, else the usual ones that are present."""
-    wanted = run.meta.get("kpis")
-    names = [str(k) for k in wanted] if isinstance(wanted, list) and wanted else _USUAL_KPIS
+    wanted = run.meta.get("kpis")  # the lab records [{"metric": ..., "direction": ...}]
+    recorded = [
+        str(k["metric"]) if isinstance(k, dict) and "metric" in k else str(k)
+        for k in (wanted if isinstance(wanted, list) else [])
+    ]
+    names = recorded or list(_USUAL_KPIS)
     present = {name for sample in samples for name in sample.metrics}
     return [name for name in names if name in present][:_MAX_KPIS]
 
