@@ -106,19 +106,7 @@ def _kpi_detail(group: Group) -> Block:
 def _kpi_overview(report: Report) -> Block:
     rows = []
     for g, m in report.kpis():
-        rows.append(
-            [
-                g.cell_text or "—",
-                f"{g.b_name} vs {g.a_name}",
-                m.name,
-                f"{fmt.value(m.a.median, m.unit)} ({m.a.n})",
-                f"{fmt.value(m.b.median, m.unit)} ({m.b.n})",
-                fmt.pct(m.change_pct),
-                fmt.ci(m.ci_low_pct, m.ci_high_pct),
-                fmt.p_value(m.p_adjusted),
-                fmt.verdict(m),
-            ]
-        )
+        rows.append([g.cell_text or "—", f"{g.b_name} vs {g.a_name}", *_metric_rows([m])[0]])
     return Block(
         "table",
         text="KPIs (one line per cell)",
