@@ -15,8 +15,11 @@ where R_i is the rank of |x_i| among |x_1|..|x_i| (a sequential signed-rank scor
 outlier runs, scale-free).  Wealth W_i = W_{i-1} * (1 + lambda_i g_i).  Under the null, g_i has
 conditional mean 0, so W is a non-negative martingale and, by Ville's inequality,
 P(W ever reaches 1/alpha) <= alpha: the rule may look after every block, forever.
-lambda_i is the predictable plug-in ("aGRAPA") Kelly bet  mean(g) / (mean(g)^2 + var(g))  of the
-past scores, shrunk towards 0 early and clipped to [0, 0.8]; one gambler bets that B is
+Each gambler splits its wealth equally over a grid of constant stakes lambda in [0.02, 0.8]
+(`STAKES`) and keeps the average: a mixture of martingales is a martingale, and the mixture
+is never far behind the best constant stake in hindsight.  (It replaced a plug-in Kelly bet,
+which ramped up slowly: on the recorded data set, at a 3% shift, 86.5% vs 81.5% power with
+152 vs 159 runs per side at a 280-block budget — bench/results.)  One gambler bets that B is
 larger, one that it is smaller, and the two-sided wealth is their average.  Because g is a
 non-decreasing function of x_i, a gambler betting against "delta >= m" is a supermartingale
 for every delta >= m, so composite one-sided nulls are handled by their boundary.
@@ -43,9 +46,8 @@ from iolab.stats.shift import from_pct, paired_shift, to_pct
 from iolab.stats.types import SequentialState, SequentialVerdict
 from iolab.stats.verdict import runs_needed
 
-LAMBDA_MAX = 0.8
-PRIOR_WEIGHT = 2.0  # pseudo-observations of g = 0 that shrink early bets (tuned by bench/)
-PRIOR_VAR = 1.0 / 3.0  # E[g^2] under the null for g uniform-ish on [-1, 1]
+# constant stakes the wealth is spread over (|g| <= 1, so any stake < 1 keeps wealth > 0)
+STAKES = np.array([0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.65, 0.8])
 
 
 def _grid(down: float, up: float) -> NDArray[np.float64]:
@@ -56,13 +58,14 @@ def _grid(down: float, up: float) -> NDArray[np.float64]:
 
 
 class _Bettors:
-    """Two one-sided betting martingales for each null shift in `nulls` (vectorised)."""
+    """Two one-sided betting martingales for each null shift in `nulls` (vectorised), each a
+    mixture over the constant stakes in STAKES."""
 
     def __init__(self, nulls: NDArray[np.float64]) -> None:
         self.nulls = nulls
         self.abs_hist: list[NDArray[np.float64]] = []
-        self.sum_g = np.zeros(nulls.size)
-        self.sum_g2 = np.zeros(nulls.size)
+        self._log_up_by_stake = np.zeros((nulls.size, STAKES.size))
+        self._log_down_by_stake = np.zeros((nulls.size, STAKES.size))
         self.log_up = np.zeros(nulls.size)  # bets that the true shift is above the null
         self.log_down = np.zeros(nulls.size)
         self.max_log_up = np.full(nulls.size, -np.inf)
@@ -76,17 +79,12 @@ class _Bettors:
         k = len(self.abs_hist)
         hist = np.vstack(self.abs_hist)  # (k, G)
         rank = (hist < ax).sum(axis=0) + 0.5 * ((hist == ax).sum(axis=0) + 1)
-        g = np.sign(x) * rank / k
-        n_past = k - 1
-        mean = self.sum_g / (n_past + PRIOR_WEIGHT)
-        second = (self.sum_g2 + PRIOR_WEIGHT * PRIOR_VAR) / (n_past + PRIOR_WEIGHT)
-        lam = mean / np.maximum(second, 1e-12)
-        lam_up = np.clip(lam, 0.0, LAMBDA_MAX)
-        lam_down = np.clip(-lam, 0.0, LAMBDA_MAX)
-        self.log_up += np.log1p(lam_up * g)
-        self.log_down += np.log1p(-lam_down * g)
-        self.sum_g += g
-        self.sum_g2 += g * g
+        g = (np.sign(x) * rank / k)[:, None]
+        self._log_up_by_stake += np.log1p(STAKES[None, :] * g)
+        self._log_down_by_stake += np.log1p(-STAKES[None, :] * g)
+        mixture = math.log(STAKES.size)
+        self.log_up = np.logaddexp.reduce(self._log_up_by_stake, axis=1) - mixture
+        self.log_down = np.logaddexp.reduce(self._log_down_by_stake, axis=1) - mixture
         two = np.logaddexp(self.log_up, self.log_down) - math.log(2.0)
         self.max_log_up = np.maximum(self.max_log_up, self.log_up)
         self.max_log_down = np.maximum(self.max_log_down, self.log_down)
