@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from iolab.errors import LabError
-from iolab.lab.journal import Journal
+from iolab.lab.journal import Journal, process_stats
 from iolab.monitors import hist as hist_module
 from iolab.monitors import registry
 from iolab.monitors.base import MonitorContext, Reading
@@ -94,19 +94,10 @@ def _fio(mountpoint: Path) -> None:
 
 def _children_named(comm: str) -> list[int]:
     """Live (not zombie) processes whose parent is this test process and whose name is comm."""
-    me, found = os.getpid(), []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
-        if name == comm and int(ppid) == me and state != "Z":
-            found.append(int(entry.name))
-    return found
+    me = os.getpid()
+    return [
+        p.pid for p in process_stats() if p.comm == comm and p.ppid == me and p.state != "Z"
+    ]
 
 
 def _our_trace_instances(pid: int | None = None) -> list[str]:

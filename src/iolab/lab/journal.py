@@ -160,8 +160,20 @@ def _undo_loop(args: dict[str, str]) -> None:
             time.sleep(0.3)
 
 
-def _group_members(pgid: int, start: int) -> list[int]:
-    members = []
+@dataclass(frozen=True)
+class ProcessStat:
+    """The fields of /proc/PID/stat that process-group cleanup (and its tests) look at."""
+
+    pid: int
+    comm: str
+    state: str  # "R", "S", "Z" (zombie), ...
+    ppid: int
+    pgid: int
+    start: int  # start time in clock ticks since boot
+
+
+def process_stats() -> Iterator[ProcessStat]:
+    """Every process's stat, skipping ones that vanish while being read."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -170,11 +182,23 @@ def _group_members(pgid: int, start: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] in ("Z", "X"):
-            continue  # dead already, only waiting to be reaped by its parent
-        if int(fields[2]) == pgid and int(fields[19]) >= start:
-            members.append(int(entry.name))
-    return members
+        yield ProcessStat(
+            pid=int(entry.name),
+            comm=stat[stat.index("(") + 1 : stat.rindex(")")],
+            state=fields[0],
+            ppid=int(fields[1]),
+            pgid=int(fields[2]),
+            start=int(fields[19]),
+        )
+
+
+def _group_members(pgid: int, start: int) -> list[int]:
+    # zombies and dead entries are only waiting to be reaped by their parent
+    return [
+        p.pid
+        for p in process_stats()
+        if p.state not in ("Z", "X") and p.pgid == pgid and p.start >= start
+    ]
 
 
 def _undo_killpg(args: dict[str, str]) -> None:
