@@ -30,7 +30,7 @@ def make(n: int, seed: int) -> np.ndarray:
         r1 = float(np.dot(lx[1:], lx[:-1]) / np.dot(lx, lx))
         head, tail = x[:30].mean(), x[-30:].mean()
         if abs(cv - 0.091) < 0.006 and abs(r1 - 0.53) < 0.04 and tail / head > 1.04:
-            return np.round(x)
+            return np.asarray(np.round(x), dtype=np.float64)
     raise SystemExit("could not calibrate the stand-in")
 
 

@@ -155,6 +155,16 @@ def test_store_url_without_driver(db: Path) -> None:
 # -- results / compare ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("command", [["results"], ["compare", "label:a", "label:b"]])
+def test_reading_a_mistyped_store_names_it(tmp_path: Path, command: list[str]) -> None:
+    """Regression: reading commands created an empty store at a mistyped --db and answered
+    from it; now they name the path and create nothing."""
+    missing = tmp_path / "typo" / "iolab.db"
+    line = one_line_error(iolab(missing, *command))
+    assert line == f"iolab: {missing}: no iolab store there (nothing was imported or run into it)"
+    assert not missing.parent.exists()
+
+
 def test_results_unknown_run(stored: Path) -> None:
     assert one_line_error(iolab(stored, "results", "--run", "999")) == (
         "iolab: no run 999 in the store"
@@ -254,6 +264,14 @@ def test_run_tags_checked_like_import(
     still stops at the plan, never in the lab."""
     line = one_line_error(iolab(db, command, str(tmp_path / "nope.yaml"), *tags))
     assert reason in line
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("extra", [["--label", "x"], ["--tag", "k=v"]])
+def test_run_resume_refuses_new_names(db: Path, extra: list[str]) -> None:
+    """Regression: --resume silently ignored --label and --tag."""
+    line = one_line_error(iolab(db, "run", "--resume", "3", *extra))
+    assert line == "iolab: --label and --tag name a new run; run 3 keeps its own"
     assert not db.exists()
 
 

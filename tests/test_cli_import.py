@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 
 from iolab.cli.main import cli
 from iolab.ingest.detect import parse_source
+from iolab.store import open_store
 
 DATA = Path(__file__).parent / "data" / "fio-3.33" / "out"
 RANDREAD = str(DATA / "randread-3jobs.json")
@@ -144,6 +145,7 @@ def test_standard_input(db: Path) -> None:
 
 
 def test_results_errors(db: Path, tmp_path: Path) -> None:
+    open_store(str(db)).close()
     assert "no run 42" in one_line_error(iolab(db, "results", "--run", "42"))
     one_line_error(iolab(db, "results", "--run", "1", "--label", "x"))
     notes = tmp_path / "notes.txt"
@@ -152,6 +154,7 @@ def test_results_errors(db: Path, tmp_path: Path) -> None:
 
 
 def test_empty_store_lists_nothing(db: Path) -> None:
+    open_store(str(db)).close()
     assert json.loads(iolab(db, "results", "--json").stdout) == []
     assert "no runs" in iolab(db, "results").stdout
 

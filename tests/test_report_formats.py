@@ -38,13 +38,16 @@ HIST_A = {1.0: 80, 2.0: 15, 4.0: 5}
 HIST_B = {1.0: 20, 2.0: 30, 4.0: 50}
 LAT_A = {1000.0: 50, 2000.0: 40, 10000.0: 10}
 LAT_B = {1000.0: 10, 2000.0: 40, 20000.0: 50}
+HIST_STEADY = {4096.0: 300, 16384.0: 100}  # mean 7168 on both sides
 
 
 def base_iops(block: int) -> float:
     return 10000.0 * (1 + 0.05 * math.sin(block))
 
 
-def make_lab_run(db: str, *, blocks: int = 10, factor: float = 0.9, cells: bool = False) -> int:
+def make_lab_run(
+    db: str, *, blocks: int = 10, factor: float = 0.9, cells: bool = False, steady: bool = False
+) -> int:
     """A lab run with variants a (baseline) and b; optionally a matrix fs × writers."""
     with open_store(db) as store:
         run_id = store.create_run(
@@ -73,16 +76,20 @@ def make_lab_run(db: str, *, blocks: int = 10, factor: float = 0.9, cells: bool 
                                 "jbd2.handles_per_txn": handles,
                                 "write.io_bytes": 4096.0,  # constant: left out
                             },
-                            histograms={"hist.writepages": dict(hist), "write.clat_ns": dict(lat)},
+                            histograms={
+                                "hist.writepages": dict(hist),
+                                "write.clat_ns": dict(lat),
+                                **({"hist.rq_bytes": dict(HIST_STEADY)} if steady else {}),
+                            },
                         )
                     )
         store.finish_run(run_id)
     return run_id
 
 
-def make_imports(db: str) -> None:
+def make_imports(db: str, old: str = "old", new: str = "new") -> None:
     with open_store(db) as store:
-        for label, values in (("old", range(100, 106)), ("new", range(110, 116))):
+        for label, values in ((old, range(100, 106)), (new, range(110, 116))):
             results = [
                 ToolResult(
                     tool="fio",
@@ -92,7 +99,7 @@ def make_imports(db: str) -> None:
                 )
                 for i, v in enumerate(values)
             ]
-            store.import_results(results, label, {"kernel": "6.1" if label == "old" else "6.2"})
+            store.import_results(results, label, {"kernel": "6.1" if label == old else "6.2"})
 
 
 @pytest.fixture
@@ -390,6 +397,26 @@ def test_cli_imports_by_label_and_tag(db: str) -> None:
     assert f"{iops.change_pct:+.2f}% (p={fmt.p_value(iops.p_adjusted)} n=6)" in row
 
 
+def test_unshifted_histogram_is_named_as_evidence(db: str) -> None:
+    """A mechanism that did not move is shown too (one line), not hidden behind --all."""
+    run = make_lab_run(db, steady=True)
+    for fmt_name in ("table", "markdown"):
+        done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--format", fmt_name)
+        assert done.exit_code == 0, done.output
+        line = next(x for x in done.stdout.splitlines() if "hist.rq_bytes:" in x)
+        assert "mean 7168 → 7168, 0.0% of events moved (p adj 1.000, 10 vs 10 runs)" in line
+        assert "hist.writepages: changed" in done.stdout
+
+
+def test_cli_labels_holding_a_slash(db: str) -> None:
+    """Regression: a label with `/` could not be selected; double quotes keep it one term."""
+    make_imports(db, old="v5.4/ext4", new="v5.10/ext4")
+    done = iolab(db, "compare", 'label:"v5.4/ext4"', 'label:"v5.10/ext4"', "--format", "json")
+    assert done.exit_code == 0, done.output
+    kpi = next(m for m in json.loads(done.stdout)["groups"][0]["metrics"] if m["kpi"])
+    assert (kpi["n_a"], kpi["n_b"], kpi["verdict"]) == (6, 6, "improvement")
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -412,3 +439,27 @@ def test_bad_selectors_one_line_exit_2(db: str, args: list[str], fragment: str) 
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("iolab: "), done.stderr
     assert fragment in lines[0]
+
+
+def test_many_exact_buckets_are_shown_in_power_of_two_ranges() -> None:
+    """jbd2 handles per transaction has one exact bucket per value seen (37 rows on example
+    (a)); the display merges them, the counts and shares stay exact."""
+    from iolab.report.layout import MAX_BUCKET_ROWS, display_buckets
+    from iolab.stats.types import HistogramBucket
+
+    exact = [HistogramBucket("1", 900, 0, 0.9, 0.0), HistogramBucket("3", 100, 0, 0.1, 0.0)]
+    exact += [HistogramBucket(str(900 + 5 * i), 0, 1, 0.0, 0.05) for i in range(20)]
+    shown = display_buckets(exact)
+    assert [(b.bucket, b.count_a, b.count_b) for b in shown] == [
+        ("1", 900, 0),
+        ("3", 100, 0),
+        ("512-1023", 0, 20),
+    ]
+    assert shown[2].share_b == pytest.approx(1.0)
+    few = exact[: MAX_BUCKET_ROWS]
+    assert display_buckets(few) == few
+    ranges = [
+        HistogramBucket(f"{2**k}-{2 ** (k + 1) - 1}", k + 1, 1, 0.01, 0.01) for k in range(20)
+    ]
+    assert display_buckets(ranges) == ranges  # already ranges: left as the monitor named them
+    assert fmt.p_value(0.0) == "<1e-300" and fmt.p_value(2e-5) == "2.0e-05"

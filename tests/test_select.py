@@ -25,6 +25,8 @@ from iolab.select import Selector, parse_selector
         ("12/fs=xfs/writers=10", 12, None, None, {"fs": "xfs", "writers": "10"}, {}),
         ("label:old/tag:kernel=6.1", None, "old", None, {}, {"kernel": "6.1"}),
         (" 7:a ", 7, None, "a", {}, {}),
+        ('label:"v5.10/ext4"', None, "v5.10/ext4", None, {}, {}),
+        ('label:"a/b/c"/tag:kernel=6.1', None, "a/b/c", None, {}, {"kernel": "6.1"}),
     ],
 )
 def test_parses(
@@ -63,6 +65,8 @@ def test_parses(
         ("fs=xfs", "names no run, label or tag"),
         ("12/what", "cannot read 'what'"),
         ("tag:kernel", "not KEY=VALUE"),
+        ('label:"v5.10/ext4', "is not closed"),
+        ('label:""', "needs a name"),
     ],
 )
 def test_bad_selectors(text: str, fragment: str) -> None:

@@ -52,3 +52,31 @@ def test_real_shift_is_found() -> None:
     h = histogram_shift(HistogramInput("x", a, b))
     assert h.verdict == "changed" and h.p_value is not None and h.p_value < 1e-4
     assert h.mean_b is not None and h.mean_a is not None and h.mean_b > h.mean_a
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh"])
+def test_underflowed_p_value_stays_the_strongest_evidence(correction: str) -> None:
+    """Regression (seen on example (a)): jbd2 handles per transaction went from ~1,200
+    one-handle transactions per run to one ~980-handle transaction; the F test's p underflowed
+    to 0.0, which the table's adjustment read as "no p-value" and turned into 1.0."""
+    from iolab.stats import MetricInput, compare
+
+    runs_a = [{"1": 1200 + i, "2": 3} for i in range(20)]
+    runs_b = [{str(915 + 3 * i): 1} for i in range(20)]
+    assert histogram_shift(HistogramInput("hist.h", runs_a, runs_b)).p_value == 0.0
+    blocks = list(range(20))
+    kpi = MetricInput(
+        "write.iops",
+        [100.0 + i for i in range(20)],
+        [110.0 + i for i in range(20)],
+        kpi=True,
+        blocks_a=blocks,
+        blocks_b=blocks,
+    )
+    table = compare(
+        [kpi],
+        histograms=[HistogramInput("hist.h", runs_a, runs_b)],
+        correction=correction,  # type: ignore[arg-type]
+    )
+    (shift,) = table.histogram_shifts
+    assert shift.p_adjusted == 0.0 and shift.verdict == "changed"

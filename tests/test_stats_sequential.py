@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from iolab.stats import MetricInput, SequentialDecision, compare_metric
+from iolab.stats.sequential import MAX_STAKE, STAKE_RATIO, _Bettors, stake_grid
 
 ALPHA = 0.05
 
@@ -110,3 +111,38 @@ def test_budget_ends_inconclusive_with_runs_needed() -> None:
 def test_rejects_non_positive_values() -> None:
     with pytest.raises(ValueError):
         SequentialDecision("write.iops").update([(0.0, 1.0)])
+
+
+def test_wealth_is_a_fair_game_over_every_sign_pattern() -> None:
+    """The validity argument, checked exactly: with the block magnitudes fixed and the signs
+    fair coins (what the lab's random order guarantees under no difference), the mean final
+    wealth over all 2^n sign patterns is 1 for every null and both directions."""
+    rng = np.random.default_rng(11)
+    n = 10
+    magnitudes = np.abs(rng.normal(0, 0.05, n))
+    nulls = np.array([0.0])
+    total_up = total_down = 0.0
+    for pattern in range(2**n):
+        signs = np.array([1.0 if pattern >> i & 1 else -1.0 for i in range(n)])
+        bettors = _Bettors(nulls, stake_grid(40, ALPHA))
+        for d in signs * magnitudes:
+            bettors.update(float(d))
+        total_up += float(np.exp(bettors.log_up[0]))
+        total_down += float(np.exp(bettors.log_down[0]))
+    assert total_up / 2**n == pytest.approx(1.0, rel=1e-9)
+    assert total_down / 2**n == pytest.approx(1.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("budget", [1, 12, 40, 200, 1000, None])
+def test_stake_grid_spans_what_the_budget_can_decide(budget: int | None) -> None:
+    stakes = stake_grid(budget, ALPHA)
+    assert stakes[-1] == pytest.approx(MAX_STAKE) and np.all(stakes > 0)
+    assert np.all(np.diff(stakes) > 0) and np.all(stakes[1:] / stakes[:-1] <= STAKE_RATIO + 1e-9)
+    if stakes.size > 1:
+        # its smallest stake can just reach 2/alpha within the budget: ~lambda^2/6 per block
+        blocks = 2000 if budget is None else budget
+        assert stakes[0] ** 2 / 6 * blocks == pytest.approx(math.log(2 / ALPHA), rel=1e-6)
+
+
+def test_larger_budget_adds_smaller_stakes() -> None:
+    assert stake_grid(400, ALPHA)[0] < stake_grid(100, ALPHA)[0] < stake_grid(20, ALPHA)[0]

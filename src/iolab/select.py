@@ -6,6 +6,7 @@ A selector is one or more terms joined by `/` (docs/compare.md):
     12:fsync                       run 12, variant fsync (= run:12/variant=fsync)
     variant=fsync                  a variant (of the run named elsewhere in the selector)
     label:baseline                 every run imported (or run) with that label
+    label:"v5.10/ext4"             a label holding `/` (double quotes keep it one term)
     tag:kernel=6.1[,k=v...]        runs carrying these tags
     fs=xfs,writers=10              matrix cell filters (values compared as text)
 
@@ -71,6 +72,32 @@ def _pairs(text: str, where: str, selector: str) -> dict[str, str]:
     return out
 
 
+def _terms(source: str) -> list[str]:
+    """Split at `/` outside double quotes, so `label:"v5.10/ext4"` stays one term."""
+    terms: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for char in source:
+        if char == '"':
+            quoted = not quoted
+        if char == "/" and not quoted:
+            terms.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if quoted:
+        raise SelectorError(f"selector {source!r}: a '\"' is not closed")
+    terms.append("".join(current))
+    return terms
+
+
+def _unquote(value: str) -> str:
+    """A name written in double quotes (to hold a `/`) without them."""
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1]
+    return value
+
+
 def parse_selector(text: str) -> Selector:
     """Parse selector text; SelectorError (one line) when it does not parse."""
     source = text.strip()
@@ -86,7 +113,7 @@ def parse_selector(text: str) -> Selector:
         if old is not None:
             raise SelectorError(f"selector {source!r}: {kind} given twice")
 
-    for term in source.split("/"):
+    for term in _terms(source):
         term = term.strip()
         if not term:
             raise SelectorError(f"selector {source!r}: empty term (two '/' in a row?)")
@@ -109,9 +136,9 @@ def parse_selector(text: str) -> Selector:
                 raise SelectorError(f"selector {source!r}: run id {rest!r} is not a number")
         elif colon and head == "label":
             once("label", label)
-            if not rest:
+            label = _unquote(rest)
+            if not label:
                 raise SelectorError(f"selector {source!r}: label: needs a name")
-            label = rest
         elif colon and head == "tag":
             for key, value in _pairs(rest, "tag", source).items():
                 if key in tags:

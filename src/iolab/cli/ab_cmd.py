@@ -231,10 +231,11 @@ def run_blocks(
     "--max-runs",
     "max_runs",
     type=click.IntRange(min=1),
-    default=40,
+    default=200,
     show_default=True,
     metavar="N",
-    help="At most N blocks (each runs every variant once in every cell).",
+    help="At most N blocks (each runs every variant once in every cell); the test's stakes "
+    "are sized so that effects resolvable within N blocks can be decided.",
 )
 @click.option(
     "--max-time",

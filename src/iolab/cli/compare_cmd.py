@@ -117,7 +117,7 @@ def command(
     )
     sel_a = parse_selector(a)
     sel_b = parse_selector(b) if b is not None else None
-    store = open_store(ctx.obj.get("db") if ctx.obj else None)
+    store = open_store(ctx.obj.get("db") if ctx.obj else None, must_exist=True)
     try:
         if sel_b is None:
             report = by_report(store, sel_a, by or "variant", baseline, options)

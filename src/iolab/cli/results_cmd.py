@@ -40,7 +40,7 @@ def command(ctx: click.Context, label: str | None, run_id: int | None, as_json: 
     """List stored runs, or the samples of one run."""
     if label is not None and run_id is not None:
         raise IolabError("give --label or --run, not both")
-    with open_store((ctx.obj or {}).get("db")) as store:
+    with open_store((ctx.obj or {}).get("db"), must_exist=True) as store:
         if run_id is None:
             runs = store.runs(label=label)
             if as_json:

@@ -130,6 +130,8 @@ def command(
         raise IolabError("give either PLAN or --resume RUN, not both")
     if resume is None and plan_path is None:
         raise IolabError("missing PLAN (or --resume RUN)")
+    if resume is not None and (label is not None or tags):
+        raise IolabError(f"--label and --tag name a new run; run {resume} keeps its own")
     tag_map = parse_tags(tags)
     new_plan = load_plan(plan_path, profile) if plan_path is not None else None
     store = open_store(ctx.obj.get("db") if ctx.obj else None)

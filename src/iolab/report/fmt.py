@@ -68,6 +68,8 @@ def ci(lo: float | None, hi: float | None) -> str:
 def p_value(p: float | None) -> str:
     if p is None:
         return "—"
+    if p < 1e-300:
+        return "<1e-300"  # underflowed: smaller than a double can say
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 

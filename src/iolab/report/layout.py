@@ -9,12 +9,14 @@ merged bins; then the warnings.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from iolab.report import fmt
 from iolab.report.model import Group, Report, is_evidence, is_mechanism
-from iolab.stats.types import HistogramShift, MetricComparison
+from iolab.stats.types import HistogramBucket, HistogramShift, MetricComparison
 
 BlockKind = Literal["title", "heading", "table", "lines"]
 
@@ -145,6 +147,55 @@ def _metric_rows(metrics: list[MetricComparison]) -> list[list[str]]:
 _METRIC_HEADERS = ["metric", "A median (n)", "B median (n)", "change", "CI", "p adj", "verdict"]
 
 
+MAX_BUCKET_ROWS = 16
+
+
+def display_buckets(buckets: Sequence[HistogramBucket]) -> list[HistogramBucket]:
+    """The non-empty buckets; more than MAX_BUCKET_ROWS exact values are merged into
+    power-of-two ranges ("512-1023") so that a shift reads at a glance.  Display only: the
+    test ran on the original buckets."""
+    shown = [b for b in buckets if b.count_a or b.count_b]
+    values = [_bucket_number(b.bucket) for b in shown]
+    if len(shown) <= MAX_BUCKET_ROWS or any(v is None or v < 0 for v in values):
+        return shown
+    merged: dict[int, list[HistogramBucket]] = {}
+    for b, v in zip(shown, values, strict=True):
+        assert v is not None
+        merged.setdefault(-1 if v < 1 else int(math.log2(v)), []).append(b)
+    out = []
+    for power, group in merged.items():
+        label = "<1" if power < 0 else f"{2**power}-{2 ** (power + 1) - 1}"
+        if len(group) == 1:
+            label = group[0].bucket
+        out.append(
+            HistogramBucket(
+                label,
+                sum(b.count_a for b in group),
+                sum(b.count_b for b in group),
+                sum(b.share_a for b in group),
+                sum(b.share_b for b in group),
+            )
+        )
+    return out
+
+
+def _bucket_number(label: str) -> float | None:
+    try:
+        return float(label)
+    except ValueError:
+        return None
+
+
+def _steady_line(shift: HistogramShift) -> str:
+    means = ""
+    if shift.mean_a is not None and shift.mean_b is not None:
+        means = f"mean {fmt.sig(shift.mean_a, 3)} → {fmt.sig(shift.mean_b, 3)}, "
+    return (
+        f"{shift.name}: {means}{100 * shift.total_variation:.1f}% of events moved "
+        f"(p adj {fmt.p_value(shift.p_adjusted)}, {shift.runs_a} vs {shift.runs_b} runs)"
+    )
+
+
 def _shift_blocks(shift: HistogramShift) -> list[Block]:
     moved = f"{100 * shift.total_variation:.1f}% of events moved"
     means = ""
@@ -163,8 +214,7 @@ def _shift_blocks(shift: HistogramShift) -> list[Block]:
             f"{100 * b.share_b:.1f}%",
             f"{100 * (b.share_b - b.share_a):+.1f}",
         ]
-        for b in shift.buckets
-        if b.count_a or b.count_b
+        for b in display_buckets(shift.buckets)
     ]
     return [
         Block(
@@ -240,6 +290,16 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
         out.append(Block("lines", text="mechanism evidence (changed significantly)", lines=lines))
     for shift in shifts:
         out += _shift_blocks(shift)
+    steady = [s for s in comp.histogram_shifts if not show_all and s.verdict != "changed"]
+    if steady:
+        # a mechanism that did NOT move is evidence too (e.g. pages per writepages call)
+        out.append(
+            Block(
+                "lines",
+                text="histograms without a significant shift",
+                lines=[_steady_line(s) for s in steady],
+            )
+        )
     unchanged = len(comp.secondary) - len(secondary) - len(mechanism)
     if unchanged > 0 and not show_all:
         out.append(

@@ -255,6 +255,12 @@ def with_adjusted_p(mc: MetricComparison, p_adjusted: float, alpha: float) -> Me
     )
 
 
+def _known(p_value: float | None) -> float:
+    """A p-value the caller already checked is present."""
+    assert p_value is not None
+    return float(p_value)
+
+
 def compare(
     metrics: Sequence[MetricInput],
     histograms: Sequence[HistogramInput] = (),
@@ -278,11 +284,12 @@ def compare(
     kpi_idx = [i for i, r in enumerate(results) if r.kpi and r.p_value is not None]
     secondary_idx = [i for i, r in enumerate(results) if not r.kpi and r.p_value is not None]
     hist_idx = [i for i, s in enumerate(shifts) if s.p_value is not None]
-    family = [float(results[i].p_value or 1.0) for i in secondary_idx] + [
-        float(shifts[i].p_value or 1.0) for i in hist_idx
+    # (not `p or 1.0`: a p-value that underflowed to 0.0 is the strongest evidence, not none)
+    family = [_known(results[i].p_value) for i in secondary_idx] + [
+        _known(shifts[i].p_value) for i in hist_idx
     ]
     if correction == "holm":
-        kpi_p = [float(results[i].p_value or 1.0) for i in kpi_idx]
+        kpi_p = [_known(results[i].p_value) for i in kpi_idx]
         kpi_adj, adjusted = graphical_holm(kpi_p, family, secondary_share)
         for j, i in enumerate(kpi_idx):
             results[i] = with_adjusted_p(results[i], kpi_adj[j], alpha)
