@@ -115,3 +115,49 @@ def test_ab_small_budget(lab: dict[str, str], tmp_path: Path) -> None:
     assert kpi["verdict"] == "inconclusive"
     assert done.returncode == 11
     assert run.meta["ab_result"]["states"][0]["blocks"] == 3
+
+
+def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) -> None:
+    """An inconclusive ab run is continued with a larger budget: the stored blocks are
+    replayed into the same test (same alpha, margin and stakes), new blocks follow them."""
+    from iolab.stats import SequentialDecision
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    first = iolab(lab, "ab", str(plan), "--max-runs", "2", "-q", "--format", "json")
+    assert first.returncode == 0, first.stderr
+    refused = {
+        ("--resume", "1"): "iolab: run 1 has spent its budget of 2 blocks; "
+        "give --max-runs above 2 to continue it",
+        ("--resume", "1", "--margin", "2", "--tag", "k=v"): "iolab: --margin, --tag: "
+        "run 1 keeps its own",
+        ("--resume", "1", str(plan)): "iolab: give either PLAN or --resume RUN, not both",
+    }
+    for args, line in refused.items():
+        done = iolab(lab, "ab", *args)
+        assert (done.returncode, done.stderr.strip()) == (2, line), args
+    done = iolab(lab, "run", "--resume", "1")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "iolab: run 1 is an ab run, not a lab run; `iolab ab --resume 1` continues it"
+    )
+
+    done = iolab(lab, "ab", "--resume", "1", "--max-runs", "4", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert "ab run 1 resumed at block 3 (blocks 1-2 replayed)" in done.stderr
+    assert "block   3" in done.stderr and "block   1 " not in done.stderr
+    with open_store(lab["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+        samples = store.samples(run_id=run.id)
+    assert run.status == "finished" and run.meta["ab"]["max_blocks"] == 4
+    assert run.meta["ab"]["stake_blocks"] == 2
+    assert sorted(s.block for s in samples) == [1, 1, 2, 2, 3, 3, 4, 4]
+    (state,) = json.loads(done.stdout)["groups"][0]["sequential"]
+    assert state["n_blocks"] == 4
+    # the same decision, fed the four stored pairs with the first budget's stakes
+    value = {(s.variant, s.block): s.metrics["write.iops"] for s in samples}
+    again = SequentialDecision("write.iops", max_blocks=4, stake_blocks=2).update(
+        (value[("big", b)], value[("small", b)]) for b in range(1, 5)
+    )
+    assert state["e_value"] == pytest.approx(again.e_value, rel=1e-12)
+    assert state["estimate_pct"] == pytest.approx(again.estimate_pct, rel=1e-12)

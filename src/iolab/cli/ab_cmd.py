@@ -12,12 +12,15 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
 from iolab.cli.options import ci_option, margin_option, parse_tags
+from iolab.cli.resume import resumed_plan
 from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
 from iolab.lab import runner
 from iolab.model.sample import Sample
@@ -32,6 +35,9 @@ from iolab.store import open_store
 from iolab.store.store import Store
 
 from .compare_cmd import check_levels, emit
+
+# blocks when --max-runs is not given: what a 3% effect at ~10% CV needs here (docs/compare.md)
+DEFAULT_MAX_BLOCKS = 200
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$")
 
@@ -64,7 +70,9 @@ class Contrast:
         return f"{where}: {what}" if where else what
 
 
-def contrasts(plan: Plan, alpha: float, margin: float, max_blocks: int) -> list[Contrast]:
+def contrasts(
+    plan: Plan, alpha: float, margin: float, max_blocks: int, stake_blocks: int
+) -> list[Contrast]:
     """Baseline against every other variant, in every matrix cell, one decision per KPI."""
     baseline = plan.baseline or plan.variants[0]
     out: list[Contrast] = []
@@ -83,6 +91,7 @@ def contrasts(plan: Plan, alpha: float, margin: float, max_blocks: int) -> list[
                     alpha=alpha,
                     margin_pct=margin,
                     max_blocks=max_blocks,
+                    stake_blocks=stake_blocks,
                 )
             out.append(contrast)
     return out
@@ -146,6 +155,34 @@ def feed(contrast: Contrast, samples: list[Sample]) -> None:
             decision.update([(va, vb)])
 
 
+def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
+    """Feed the decisions every stored block of a run being resumed, in block order; returns
+    the last block number stored (failed samples included: their block is used up)."""
+    kpis = sorted({name for c in items for name in c.decisions})
+    by_block: dict[int, list[Sample]] = defaultdict(list)
+    for sample in store.samples(run_id=run_id, metrics=kpis, with_jobs=False):
+        if sample.block is not None:
+            by_block[sample.block].append(sample)
+    for block in sorted(by_block):
+        for contrast in items:
+            feed(contrast, by_block[block])
+    return max((block for _, block in store.done_keys(run_id)), default=0)
+
+
+def all_done(items: list[Contrast]) -> bool:
+    """Every decision stopped: with a verdict, or on its block budget."""
+    return all(d.state is not None and d.state.done for c in items for d in c.decisions.values())
+
+
+def all_decided(items: list[Contrast]) -> bool:
+    """Every decision has a verdict (regression, improvement or no change)."""
+    return all(
+        d.state is not None and d.state.verdict != "inconclusive"
+        for c in items
+        for d in c.decisions.values()
+    )
+
+
 def progress_line(block: int, contrast: Contrast, state: SequentialState) -> str:
     colour = {"regression": "red", "improvement": "green", "no change": "cyan"}.get(
         state.verdict, "yellow"
@@ -165,6 +202,7 @@ def run_blocks(
     seed: int,
     items: list[Contrast],
     *,
+    first_block: int,
     max_blocks: int,
     max_time_s: float | None,
     destroy_data: bool,
@@ -176,10 +214,12 @@ def run_blocks(
     durations: list[float] = []
     measured = 0
     why = f"budget of {max_blocks} blocks spent"
+    if all_decided(items):  # a resumed run that had its verdicts already
+        return "finished", "every KPI has a verdict"
     with AbReporter(console, quiet) as reporter:
         session = runner.LabSession(plan, store, run_id, seed, destroy_data, reporter)
         with runner.interrupts_raise(), session:
-            for block in range(1, max_blocks + 1):
+            for block in range(first_block, max_blocks + 1):
                 if max_time_s is not None and durations:
                     expected = sum(durations) / len(durations)
                     if time.monotonic() - start + expected > max_time_s:
@@ -189,34 +229,117 @@ def run_blocks(
                 samples = session.run_block(block)
                 durations.append(time.monotonic() - began)
                 measured += sum(1 for s in samples if s.status == "ok")
-                if not measured and block >= 2:
+                if not measured and block >= first_block + 1:
                     reason = next((s.reason for s in samples if s.reason), "no result")
-                    raise LabError(f"every sample of the first {block} blocks failed: {reason}")
+                    raise LabError(
+                        f"every sample of blocks {first_block}-{block} failed: {reason}"
+                    )
                 for contrast in items:
                     feed(contrast, samples)
                     for decision in contrast.decisions.values():
                         state = decision.state
                         if state is not None and state.n_blocks > 0 and not quiet:
                             console.print(progress_line(block, contrast, state), highlight=False)
-                if all(
-                    d.state is not None and d.state.done
-                    for c in items
-                    for d in c.decisions.values()
-                ):
-                    decided = all(
-                        d.state is not None and d.state.verdict != "inconclusive"
-                        for c in items
-                        for d in c.decisions.values()
-                    )
+                if all_done(items):
                     why = (
-                        "every KPI has a verdict" if decided else f"budget of {block} blocks spent"
+                        "every KPI has a verdict"
+                        if all_decided(items)
+                        else f"budget of {block} blocks spent"
                     )
                     break
     return "finished", why
 
 
+# options that define a run's test: a resumed run keeps its own
+_RUN_OPTIONS = {
+    "quick": "--quick",
+    "profile": "--profile",
+    "margin": "--margin",
+    "alpha": "--alpha",
+    "label": "--label",
+    "tags": "--tag",
+}
+
+
+@dataclass
+class AbSetup:
+    """What the blocks to come run under: a new run, or a resumed one."""
+
+    plan: Plan
+    run_id: int
+    seed: int
+    items: list[Contrast]
+    alpha: float
+    margin: float
+    budget: int
+    first_block: int
+
+
+def new_run(
+    store: Store,
+    plan: Plan,
+    alpha: float,
+    margin: float,
+    budget: int,
+    max_time_s: float | None,
+    label: str | None,
+    tags: dict[str, str],
+) -> AbSetup:
+    items = contrasts(plan, alpha, margin, budget, budget)
+    run_id, seed = runner.start_run(store, plan, label=label, tags=tags, kind="ab")
+    store.update_run_meta(
+        run_id,
+        {
+            "ab": {
+                "alpha": alpha,
+                "margin_pct": margin,
+                "max_blocks": budget,
+                "stake_blocks": budget,
+                "max_time_s": max_time_s,
+            }
+        },
+    )
+    return AbSetup(plan, run_id, seed, items, alpha, margin, budget, 1)
+
+
+def resumed_run(
+    store: Store, run_id: int, max_runs: int | None, max_time_s: float | None
+) -> AbSetup:
+    """Rebuild the run's decisions from its stored blocks; go on where it stopped."""
+    plan, seed = resumed_plan(store, run_id, "ab")
+    recorded = store.run(run_id).meta.get("ab") or {}
+    try:
+        alpha = float(recorded["alpha"])
+        margin = float(recorded["margin_pct"])
+        stake_blocks = int(recorded.get("stake_blocks", recorded["max_blocks"]))
+        budget = max_runs if max_runs is not None else int(recorded["max_blocks"])
+    except (KeyError, TypeError, ValueError):
+        raise IolabError(f"run {run_id} has no recorded ab settings; cannot resume it") from None
+    items = contrasts(plan, alpha, margin, budget, stake_blocks)
+    last = replay(store, run_id, items)
+    if last >= budget and not all_decided(items):
+        raise IolabError(
+            f"run {run_id} has spent its budget of {budget} blocks; "
+            f"give --max-runs above {last} to continue it"
+        )
+    store.finish_run(run_id, "running")
+    store.update_run_meta(
+        run_id, {"ab": {**recorded, "max_blocks": budget, "max_time_s": max_time_s}}
+    )
+    return AbSetup(plan, run_id, seed, items, alpha, margin, budget, last + 1)
+
+
 @click.command("ab")
-@click.argument("plan_path", metavar="PLAN")
+@click.argument("plan_path", metavar="[PLAN]", required=False)
+@click.option(
+    "--resume",
+    "resume",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="RUN",
+    help="Continue ab run RUN (after Ctrl-C, a time limit or a spent budget) with its own "
+    "plan, seed, alpha, margin and stakes; --max-runs then counts all its blocks.",
+)
 @click.option("--quick", is_flag=True, help="Use the plan's `quick` profile.")
 @click.option("--profile", default=None, metavar="NAME", help="Use one of the plan's profiles.")
 @margin_option
@@ -231,11 +354,11 @@ def run_blocks(
     "--max-runs",
     "max_runs",
     type=click.IntRange(min=1),
-    default=200,
-    show_default=True,
+    default=None,
     metavar="N",
-    help="At most N blocks (each runs every variant once in every cell); the test's stakes "
-    "are sized so that effects resolvable within N blocks can be decided.",
+    help=f"At most N blocks (each runs every variant once in every cell; default "
+    f"{DEFAULT_MAX_BLOCKS}, or a resumed run's own); the test's stakes are sized so that "
+    "effects resolvable within N blocks can be decided.",
 )
 @click.option(
     "--max-time",
@@ -263,12 +386,13 @@ def run_blocks(
 @click.pass_context
 def command(
     ctx: click.Context,
-    plan_path: str,
+    plan_path: str | None,
+    resume: int | None,
     quick: bool,
     profile: str | None,
     margin: float,
     alpha: float,
-    max_runs: int,
+    max_runs: int | None,
     max_time: str | None,
     label: str | None,
     tags: tuple[str, ...],
@@ -280,39 +404,55 @@ def command(
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
     improvement, or no change within ±margin) or the budget is spent; then the report."""
+    # Everything the command line alone can get wrong fails before the store is opened.
+    if resume is not None and plan_path is not None:
+        raise IolabError("give either PLAN or --resume RUN, not both")
+    if resume is None and plan_path is None:
+        raise IolabError("missing PLAN (or --resume RUN)")
+    if resume is not None:
+        given = [
+            flag
+            for name, flag in _RUN_OPTIONS.items()
+            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise IolabError(f"{', '.join(given)}: run {resume} keeps its own")
     check_levels(alpha, margin)
     if quick and profile and profile != "quick":
         raise IolabError("--quick and --profile name different profiles")
     max_time_s = parse_duration(max_time) if max_time is not None else None
     tag_map = parse_tags(tags)
-    plan = load_plan(plan_path, "quick" if quick else profile)
-    if len(plan.variants) < 2:
-        raise PlanError(f"{plan_path}: `iolab ab` needs a plan with at least two variants")
-    if not plan.kpis:
-        raise PlanError(f"{plan_path}: `iolab ab` needs kpis: the metrics to decide on")
-    items = contrasts(plan, alpha, margin, max_runs)
-    if not items:
-        raise PlanError(f"{plan_path}: no matrix cell holds the baseline and another variant")
+    plan: Plan | None = None
+    if plan_path is not None:
+        plan = load_plan(plan_path, "quick" if quick else profile)
+        if len(plan.variants) < 2:
+            raise PlanError(f"{plan_path}: `iolab ab` needs a plan with at least two variants")
+        if not plan.kpis:
+            raise PlanError(f"{plan_path}: `iolab ab` needs kpis: the metrics to decide on")
+        if not contrasts(plan, alpha, margin, 1, 1):
+            raise PlanError(f"{plan_path}: no matrix cell holds the baseline and another variant")
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
-    store = open_store(ctx.obj.get("db") if ctx.obj else None)
+    db = ctx.obj.get("db") if ctx.obj else None
+    store = open_store(db, must_exist=resume is not None)
     try:
-        run_id, seed = runner.start_run(store, plan, label=label, tags=tag_map, kind="ab")
-        store.update_run_meta(
-            run_id,
-            {
-                "ab": {
-                    "alpha": alpha,
-                    "margin_pct": margin,
-                    "max_blocks": max_runs,
-                    "max_time_s": max_time_s,
-                }
-            },
-        )
+        if plan is not None:
+            budget = max_runs if max_runs is not None else DEFAULT_MAX_BLOCKS
+            setup = new_run(store, plan, alpha, margin, budget, max_time_s, label, tag_map)
+            opening = f"ab run {setup.run_id}"
+        else:
+            assert resume is not None
+            setup = resumed_run(store, resume, max_runs, max_time_s)
+            opening = (
+                f"ab run {setup.run_id} resumed at block {setup.first_block} "
+                f"(blocks 1-{setup.first_block - 1} replayed)"
+            )
+        plan, run_id, items = setup.plan, setup.run_id, setup.items
         if not quiet:
             console.print(
-                f"ab run {run_id}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
-                f"{len(items)} comparison(s) × {len(plan.kpis)} KPI(s), at most {max_runs} "
-                f"blocks{f' or {max_time}' if max_time else ''}, seed {seed}",
+                f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
+                f"{len(items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
+                f"{setup.budget} blocks{f' or {max_time}' if max_time else ''}, "
+                f"seed {setup.seed}",
                 highlight=False,
             )
         status, why, interrupted = "failed", "", False
@@ -321,9 +461,10 @@ def command(
                 store,
                 plan,
                 run_id,
-                seed,
+                setup.seed,
                 items,
-                max_blocks=max_runs,
+                first_block=setup.first_block,
+                max_blocks=setup.budget,
                 max_time_s=max_time_s,
                 destroy_data=destroy_data,
                 console=console,
@@ -372,7 +513,7 @@ def command(
                 Selector(f"run:{run_id}", run_id=run_id),
                 "variant",
                 baseline,
-                Options(alpha=alpha, margin_pct=margin),
+                Options(alpha=setup.alpha, margin_pct=setup.margin),
             )
         except SelectorError:
             if interrupted:
@@ -384,6 +525,10 @@ def command(
         store.close()
     if interrupted:
         emit(report, format_name, show_all, False)
-        click.echo(f"iolab: ab run {run_id} interrupted, machine restored", err=True)
+        click.echo(
+            f"iolab: ab run {run_id} interrupted, machine restored; "
+            f"`iolab ab --resume {run_id}` continues it",
+            err=True,
+        )
         sys.exit(EXIT_INTERRUPTED)
     emit(report, format_name, show_all, ci)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -17,14 +16,14 @@ from rich.progress import (
 )
 
 from iolab.cli.options import parse_tags
-from iolab.errors import EXIT_INTERRUPTED, IolabError, PlanError
+from iolab.cli.resume import resumed_plan
+from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.lab import runner
 from iolab.model.metrics import metric_info
 from iolab.model.sample import Sample
 from iolab.plan import load_plan
 from iolab.plan.model import Case, Plan
 from iolab.store import open_store
-from iolab.store.store import Store
 
 
 class ProgressReporter:
@@ -89,7 +88,7 @@ def _fmt(value: float) -> str:
 
 
 @click.command("run")
-@click.argument("plan_path", metavar="PLAN", required=False)
+@click.argument("plan_path", metavar="[PLAN]", required=False)
 @click.option("--quick", is_flag=True, help="Use the plan's `quick` profile (short, for tests).")
 @click.option("--profile", default=None, metavar="NAME", help="Use one of the plan's profiles.")
 @click.option(
@@ -138,7 +137,8 @@ def command(
     try:
         if new_plan is None:
             assert resume is not None
-            plan, run_id, seed = _resumed(store, resume)
+            plan, seed = resumed_plan(store, resume, "lab")
+            run_id = resume
             runner.preflight(plan, destroy_data=destroy_data)
         else:
             plan = new_plan
@@ -171,20 +171,3 @@ def command(
         )
     finally:
         store.close()
-
-
-def _resumed(store: Store, run_id: int) -> tuple[Plan, int, int]:
-    """The plan and seed of a run to resume; the plan file must be unchanged."""
-    info = store.run(run_id)
-    if info.kind not in ("lab", "ab") or not info.plan_path:
-        raise IolabError(f"run {run_id} is not a lab run; nothing to resume")
-    seed = info.meta.get("seed")
-    if not isinstance(seed, int):
-        raise IolabError(f"run {run_id} has no recorded seed; cannot repeat its block orders")
-    if not Path(info.plan_path).is_file():
-        raise PlanError(f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume")
-    plan = load_plan(info.plan_path, info.meta.get("profile"))
-    if info.plan_hash and plan.sha256 != info.plan_hash:
-        raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
-    runner.check_resumable(run_id)
-    return plan, run_id, seed

@@ -120,7 +120,9 @@ class SequentialDecision:
 
     Pure: no I/O.  Requires that the lab randomizes the order of A and B inside each block
     (the validity argument above rests on that coin).  `max_blocks` is the budget; None means
-    the caller stops it (e.g. on a time budget) with `finish()`.
+    the caller stops it (e.g. on a time budget) with `finish()`.  `stake_blocks` is the budget
+    the stakes are sized for (default: `max_blocks`); a resumed run keeps its first budget's
+    stakes while its block budget grows — the stakes must not depend on the data seen.
     """
 
     def __init__(
@@ -131,6 +133,7 @@ class SequentialDecision:
         alpha: float = 0.05,
         margin_pct: float = 1.0,
         max_blocks: int | None = None,
+        stake_blocks: int | None = None,
         track_interval: bool = True,
     ) -> None:
         if not 0 < alpha < 0.5:
@@ -151,7 +154,8 @@ class SequentialDecision:
         self._i0 = int(np.nonzero(nulls == 0.0)[0][0])
         self._iup = int(np.nonzero(nulls == self._up)[0][0])
         self._idown = int(np.nonzero(nulls == self._down)[0][0])
-        self._bettors = _Bettors(nulls, stake_grid(max_blocks, alpha))
+        sized_for = stake_blocks if stake_blocks is not None else max_blocks
+        self._bettors = _Bettors(nulls, stake_grid(sized_for, alpha))
         self._d: list[float] = []
         self._cs: tuple[float, float] | None = None
         self._state: SequentialState | None = None
