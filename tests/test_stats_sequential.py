@@ -146,3 +146,21 @@ def test_stake_grid_spans_what_the_budget_can_decide(budget: int | None) -> None
 
 def test_larger_budget_adds_smaller_stakes() -> None:
     assert stake_grid(400, ALPHA)[0] < stake_grid(100, ALPHA)[0] < stake_grid(20, ALPHA)[0]
+
+
+def test_progress_shows_an_unbounded_side_as_such() -> None:
+    """Early on the interval sits at the searched range's edge; the progress line must not
+    print that edge as if it were a measured bound."""
+    from iolab.cli.ab_cmd import interval_text
+    from iolab.report.fmt import ci
+
+    seq = SequentialDecision("write.iops", max_blocks=200)
+    early = seq.update([(100.0, 104.0)])
+    assert interval_text(early) == "[≤-50.3%, ≥+101.4%]"
+    assert any("not yet bounded" in w for w in early.warnings)
+    rng = np.random.default_rng(8)
+    a, b = randomized_blocks(rng, 60, 0.0)
+    later = seq.update(zip(a.tolist(), b.tolist(), strict=True))
+    assert later.ci_low_pct is not None and later.ci_high_pct is not None
+    assert "≤" not in interval_text(later) and "≥" not in interval_text(later)
+    assert interval_text(later) == ci(later.ci_low_pct, later.ci_high_pct)

@@ -9,6 +9,7 @@ they stay valid although we looked after every block).
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -31,6 +32,7 @@ from iolab.report.build import Options, by_report, sequential_key, with_sequenti
 from iolab.report.fmt import ci, pct
 from iolab.select import Selector
 from iolab.stats import SequentialDecision, SequentialState
+from iolab.stats.sequential import INTERVAL_EDGE_LOG
 from iolab.store import open_store
 from iolab.store.store import Store
 
@@ -183,13 +185,25 @@ def all_decided(items: list[Contrast]) -> bool:
     )
 
 
+def interval_text(state: SequentialState) -> str:
+    """The confidence sequence, with a side that still sits at the searched range's edge
+    shown as unbounded ("≤ -50.3%") rather than as if it had been measured."""
+    lo, hi = state.ci_low_pct, state.ci_high_pct
+    if lo is None or hi is None:
+        return ci(lo, hi)
+    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+    low = f"≤{pct(lo)}" if lo <= edge_lo + 1e-9 else pct(lo)
+    high = f"≥{pct(hi)}" if hi >= edge_hi - 1e-9 else pct(hi)
+    return f"[{low}, {high}]"
+
+
 def progress_line(block: int, contrast: Contrast, state: SequentialState) -> str:
     colour = {"regression": "red", "improvement": "green", "no change": "cyan"}.get(
         state.verdict, "yellow"
     )
     return (
         f"block {block:>3} · {contrast.title} · {state.name} "
-        f"{pct(state.estimate_pct)} {ci(state.ci_low_pct, state.ci_high_pct)} · "
+        f"{pct(state.estimate_pct)} {interval_text(state)} · "
         f"evidence {state.e_value:.3g} / equiv {state.e_value_equivalence:.3g} "
         f"(need {1 / state.alpha:g}) · [{colour}]{state.verdict}[/]"
     )

@@ -73,10 +73,14 @@ def stake_grid(max_blocks: int | None, alpha: float) -> NDArray[np.float64]:
     return np.asarray(np.geomspace(smallest, MAX_STAKE, count), dtype=np.float64)
 
 
+# the interval is searched over log shifts in [-EDGE, +EDGE]: -50.3% to +101.4%
+INTERVAL_EDGE_LOG = 0.7
+
+
 def _grid(down: float, up: float) -> NDArray[np.float64]:
     """Shifts tested for the displayed interval: dense near 0, always holding 0 and ±margin."""
     u = np.linspace(-1.0, 1.0, 801)
-    g = 0.7 * np.sinh(4.0 * u) / math.sinh(4.0)
+    g = INTERVAL_EDGE_LOG * np.sinh(4.0 * u) / math.sinh(4.0)
     return np.unique(np.concatenate([g, [0.0, down, up]]))
 
 
@@ -242,7 +246,10 @@ class SequentialDecision:
             if self._cs is not None:
                 lo, hi = to_pct(self._cs[0]), to_pct(self._cs[1])
                 if self._cs[0] <= self._nulls[0] or self._cs[1] >= self._nulls[-1]:
-                    warnings.append("the interval reaches the edge of the tested range (±50%)")
+                    warnings.append(
+                        "the interval reaches the edge of the tested range (-50% to +101%): "
+                        "not yet bounded on that side"
+                    )
         needed = None
         if done and verdict == "inconclusive" and n >= 2:
             d = np.asarray(self._d)
