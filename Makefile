@@ -12,7 +12,7 @@ demo: deps
 
 lint: deps
 	.venv/bin/ruff check src tests bench
-	.venv/bin/mypy && .venv/bin/mypy bench
+	.venv/bin/mypy && .venv/bin/mypy bench tests
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache

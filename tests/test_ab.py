@@ -151,7 +151,7 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
         samples = store.samples(run_id=run.id)
     assert run.status == "finished" and run.meta["ab"]["max_blocks"] == 4
     assert run.meta["ab"]["stake_blocks"] == 2
-    assert sorted(s.block for s in samples) == [1, 1, 2, 2, 3, 3, 4, 4]
+    assert sorted(s.block or 0 for s in samples) == [1, 1, 2, 2, 3, 3, 4, 4]
     (state,) = json.loads(done.stdout)["groups"][0]["sequential"]
     assert state["n_blocks"] == 4
     # the same decision, fed the four stored pairs with the first budget's stakes

@@ -81,7 +81,7 @@ def test_values_match_raw_json(path: Path) -> None:
     assert result.tool_version == doc["fio version"].removeprefix("fio-")
     assert result.options == {k: str(v) for k, v in doc.get("global options", {}).items()}
     assert len(result.jobs) == len(entries)
-    sums: dict[str, float] = {}
+    sums: dict[tuple[int, str], float] = {}
     for job, raw in zip(result.jobs, entries, strict=True):
         assert job.name.endswith(raw["jobname"])
         assert job.group == raw["groupid"]
@@ -102,7 +102,7 @@ def test_values_match_raw_json(path: Path) -> None:
             assert m[f"{ddir}.runtime_ms"] == block["runtime"]
             assert m[f"{ddir}.total_ios"] == block["total_ios"]
             assert m[f"{ddir}.short_ios"] == block["short_ios"]
-            sums[ddir] = sums.get(ddir, 0.0) + block["iops"]
+            sums[(raw["groupid"], ddir)] = sums.get((raw["groupid"], ddir), 0.0) + block["iops"]
             for kind in ("clat", "lat", "slat"):
                 stats, scale = lat_object(block, kind)
                 if stats is None or stats.get("N", 1) == 0 or stats["max"] == 0:
@@ -120,8 +120,14 @@ def test_values_match_raw_json(path: Path) -> None:
             assert job.metrics["sync.lat_ns.mean"] == pytest.approx(sync["lat_ns"]["mean"])
             p99 = sync["lat_ns"]["percentile"]["99.000000"]
             assert job.metrics["sync.lat_ns.p99"] == p99
-    for ddir, total in sums.items():
-        assert result.metrics[f"{ddir}.iops"] == pytest.approx(total)
+    # stonewalled groups ran one after the other: a direction several groups did is
+    # reported per group (group<N>.write.iops), never summed across them
+    for (group, ddir), total in sums.items():
+        groups_doing = sum(1 for g, d in sums if d == ddir)
+        name = f"{ddir}.iops" if groups_doing == 1 else f"group{group}.{ddir}.iops"
+        assert result.metrics[name] == pytest.approx(total)
+        if groups_doing > 1:
+            assert f"{ddir}.iops" not in result.metrics
     for disk in doc.get("disk_util", []):
         names = [k for k in result.metrics if k.startswith(f"disk.{disk['name']}")]
         assert any(result.metrics[k] == pytest.approx(disk["util"]) for k in names)
@@ -389,3 +395,25 @@ def test_looks_like() -> None:
     assert not fio_json.looks_like("seqread: (g=0): rw=read, bs=(R) 64.0KiB")
     # still quoted in a mail: the caller un-quotes first
     assert not fio_json.looks_like("\n".join("> " + line for line in text.splitlines()))
+
+
+def test_groups_that_both_wrote_are_reported_apart() -> None:
+    """Regression: a sequential write group then a random write group (stonewall) were
+    summed into one write.iops of twice either phase's rate."""
+    from iolab.model.metrics import Direction, direction_prefixes, metric_info
+
+    path = DATA / "fio-3.33" / "out" / "two-write-groups.json"
+    (result,) = fio_json.parse(path.read_text(), str(path))
+    seq, rand = result.jobs
+    assert (seq.group, rand.group) == (0, 1)
+    assert "write.iops" not in result.metrics
+    assert result.metrics["group0.write.iops"] == seq.metrics["write.iops"]
+    assert result.metrics["group1.write.iops"] == rand.metrics["write.iops"]
+    assert result.metrics["group1.write.clat_ns.mean"] == rand.metrics["write.clat_ns.mean"]
+    assert direction_prefixes(result.metrics) == ["group0.write", "group1.write"]
+    info = metric_info("group1.write.iops")
+    assert (info.unit, info.direction) == ("ops/s", Direction.HIGHER)
+    assert metric_info("group1.cpu.sys_pct").direction is Direction.NEUTRAL  # not a rate name
+    path = DATA / "fio-3.33" / "out" / "two-groups.json"
+    (both,) = fio_json.parse(path.read_text(), str(path))
+    assert direction_prefixes(both.metrics) == ["read", "write"]  # one group each: plain

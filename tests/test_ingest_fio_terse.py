@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def test_terse_agrees_with_json_of_the_same_run(path: Path) -> None:
     assert result.format == "fio-terse"
     assert result.tool_version == (None if version == 2 else fio_version)
     assert len(result.jobs) == len(doc["jobs"])
-    totals: dict[str, float] = {}
+    totals: dict[tuple[int, str], float] = {}
     for job, raw in zip(result.jobs, doc["jobs"], strict=True):
         assert job.name == raw["jobname"]
         assert job.group == raw["groupid"]
@@ -112,15 +113,23 @@ def test_terse_agrees_with_json_of_the_same_run(path: Path) -> None:
             for key in ("50.000000", "99.000000", "99.900000"):
                 exact = clat["percentile"][key] * scale
                 assert 0 <= exact - m[f"{ddir}.clat_ns.{percentile_name(float(key))}"] < 1000
-            totals[ddir] = totals.get(ddir, 0.0) + block["iops"]
+            totals[(raw["groupid"], ddir)] = totals.get((raw["groupid"], ddir), 0.0) + block["iops"]
     assert totals
-    for ddir, total in totals.items():
-        assert 0 <= total - result.metrics[f"{ddir}.iops"] < len(result.jobs) + 1e-6
+    for (group, ddir), total in totals.items():
+        name = f"{group_prefix(totals, group, ddir)}{ddir}.iops"
+        assert 0 <= total - result.metrics[name] < len(result.jobs) + 1e-6
     for disk in doc.get("disk_util", []):
         if version >= 3:
             util = result.metrics[f"disk.{disk['name']}.util_pct"]
             assert util == pytest.approx(disk["util"], abs=0.006)
             assert result.metrics[f"disk.{disk['name']}.write_ios"] == disk["write_ios"]
+
+
+def group_prefix(doing: Iterable[tuple[int, str]], group: int, ddir: str) -> str:
+    """How result-level names of a direction start: plainly when one group did it, else
+    per group, `group<N>.` (iolab.ingest.aggregate)."""
+    groups_doing = sum(1 for _, d in doing if d == ddir)
+    return "" if groups_doing == 1 else f"group{group}."
 
 
 @pytest.mark.parametrize("path", PAIRED, ids=_ids(PAIRED))
@@ -129,11 +138,21 @@ def test_result_clat_mean_agrees_with_json(path: Path) -> None:
     terse has, standing in for I/O counts, which it has not: equal block sizes here)."""
     doc = raw_json(path.with_suffix(".json"))
     result = find_one(path)
-    for json_dir in DIRS:
-        blocks = [j[json_dir] for j in doc["jobs"] if json_dir in j and j[json_dir]["total_ios"]]
-        if not blocks:
-            continue
-        ddir = terse_direction(json_dir, result.metrics, path, "mixed" in doc["jobs"][0])
+    groups = sorted({j["groupid"] for j in doc["jobs"]})
+    doing = [
+        (g, d)
+        for g in groups
+        for d in DIRS
+        if any(j["groupid"] == g and d in j and j[d]["total_ios"] for j in doc["jobs"])
+    ]
+    for group, json_dir in doing:
+        blocks = [
+            j[json_dir]
+            for j in doc["jobs"]
+            if j["groupid"] == group and json_dir in j and j[json_dir]["total_ios"]
+        ]
+        plain = terse_direction(json_dir, result.metrics, path, "mixed" in doc["jobs"][0])
+        ddir = group_prefix(doing, group, json_dir) + plain
         stats = [lat(b, "clat") for b in blocks]
         n = sum(
             s["N"] if "N" in s else b["total_ios"] for (s, _), b in zip(stats, blocks, strict=True)

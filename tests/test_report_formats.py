@@ -463,3 +463,31 @@ def test_many_exact_buckets_are_shown_in_power_of_two_ranges() -> None:
     ]
     assert display_buckets(ranges) == ranges  # already ranges: left as the monitor named them
     assert fmt.p_value(0.0) == "<1e-300" and fmt.p_value(2e-5) == "2.0e-05"
+
+
+def test_per_group_rates_of_imports_are_kpis(db: str) -> None:
+    """Imports of a job file whose stonewalled groups both wrote carry group<N>.write.iops
+    (never a summed write.iops): those are the KPIs, with the metric table's direction."""
+    with open_store(db) as store:
+        for label, base in (("old", 100.0), ("new", 120.0)):
+            results = [
+                ToolResult(
+                    tool="fio",
+                    format="fio-json",
+                    source=f"{label}-{i}.json",
+                    metrics={
+                        "group0.write.iops": base + i,
+                        "group1.write.iops": 2 * base + i,
+                        "group1.write.clat_ns.mean": 1000.0 + i,
+                    },
+                )
+                for i in range(6)
+            ]
+            store.import_results(results, label, {})
+    done = iolab(db, "compare", "label:old", "label:new", "--format", "json")
+    assert done.exit_code == 0, done.output
+    metrics = {m["name"]: m for m in json.loads(done.stdout)["groups"][0]["metrics"]}
+    assert metrics["group0.write.iops"]["kpi"] and metrics["group1.write.iops"]["kpi"]
+    assert metrics["group0.write.iops"]["verdict"] == "improvement"
+    assert metrics["group1.write.iops"]["direction"] == "higher"
+    assert not metrics["group1.write.clat_ns.mean"]["kpi"]

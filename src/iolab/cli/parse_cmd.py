@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iolab.ingest.detect import parse_source
-from iolab.model.metrics import IO_DIRECTIONS, metric_info
+from iolab.model.metrics import direction_prefixes, metric_info
 from iolab.model.result import Result
 from iolab.report.fmt import value
 
@@ -39,8 +39,7 @@ def print_results(results: list[Result]) -> None:
     for key in _SHOWN:
         table.add_column(key, justify="right")
     for number, result in enumerate(results, 1):
-        dirs = [d for d in IO_DIRECTIONS if f"{d}.iops" in result.metrics
-                or f"{d}.bw_bytes" in result.metrics]
+        dirs = direction_prefixes(result.metrics)
         version = f"{result.tool} {result.tool_version or ''}".strip()
         where = result.caption or result.source
         for ddir in dirs or ["-"]:

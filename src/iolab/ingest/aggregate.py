@@ -3,6 +3,11 @@
 Sums for rates and totals; min/max/mean/stddev of latency combine exactly from each job's
 (N, mean, stddev); percentiles only from one job or from merged histogram bins — an average
 of percentiles is not a percentile, so when neither is available none is reported.
+
+Jobs of different groups (`stonewall`, `new_group`) ran one after the other, so their rates
+must not be summed: fio reports each group on its own.  A direction that only one group
+did keeps the plain names (`write.iops` of a write-then-read job file); a direction that
+several groups did is reported per group only, as `group<N>.write.iops` (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -84,7 +89,32 @@ def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
 
 
 def aggregate_jobs(jobs: Sequence[Job]) -> tuple[dict[str, float], dict[str, Histogram]]:
-    """Result-level metrics and histograms for a list of jobs."""
+    """Result-level metrics and histograms for a list of jobs, group by group."""
+    def group_of(job: Job) -> int:
+        return job.group if job.group is not None else 0  # fio's first group is 0
+
+    groups = sorted({group_of(job) for job in jobs})
+    if len(groups) <= 1:
+        return _aggregate_group(jobs)
+    per_group = {g: _aggregate_group([j for j in jobs if group_of(j) == g]) for g in groups}
+    metrics: dict[str, float] = {}
+    histograms: dict[str, Histogram] = {}
+    for ddir in _LAT_DIRS:
+        prefix = ddir + "."
+        doing = [g for g in groups if any(k.startswith(prefix) for k in per_group[g][0])]
+        for g in doing:
+            group_metrics, group_histograms = per_group[g]
+            name = "" if len(doing) == 1 else f"group{g}."
+            metrics.update((name + k, v) for k, v in group_metrics.items() if k.startswith(prefix))
+            histograms.update(
+                (name + k, v) for k, v in group_histograms.items() if k.startswith(prefix)
+            )
+    metrics.update(_cpu(jobs))
+    return metrics, histograms
+
+
+def _aggregate_group(jobs: Sequence[Job]) -> tuple[dict[str, float], dict[str, Histogram]]:
+    """Metrics and histograms of jobs that ran together, combined like fio's group report."""
     if len(jobs) == 1:
         return dict(jobs[0].metrics), {k: dict(v) for k, v in jobs[0].histograms.items()}
     metrics: dict[str, float] = {}
@@ -120,12 +150,19 @@ def aggregate_jobs(jobs: Sequence[Job]) -> tuple[dict[str, float], dict[str, His
                 histograms[prefix] = merged
                 for name, value in histogram_percentiles(merged).items():
                     metrics[f"{prefix}.{name}"] = value
+    metrics.update(_cpu(jobs))
+    return metrics, histograms
+
+
+def _cpu(jobs: Sequence[Job]) -> dict[str, float]:
+    """CPU figures over all jobs: usage shares averaged, counts summed."""
+    out: dict[str, float] = {}
     for key in ("cpu.usr_pct", "cpu.sys_pct"):
         values = [j.metrics[key] for j in jobs if key in j.metrics]
         if values:
-            metrics[key] = sum(values) / len(values)
+            out[key] = sum(values) / len(values)
     for key in ("cpu.ctx", "cpu.majf", "cpu.minf"):
         values = [j.metrics[key] for j in jobs if key in j.metrics]
         if values:
-            metrics[key] = sum(values)
-    return metrics, histograms
+            out[key] = sum(values)
+    return out

@@ -9,6 +9,7 @@ sources never break a comparison.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -91,15 +92,37 @@ _TABLE: tuple[tuple[str, str, Direction, str], ...] = (
     (r"hist\.[\w.]+", "count", _N, "histogram summary"),
 )
 _COMPILED = tuple((re.compile(p + r"\Z"), u, d, s) for p, u, d, s in _TABLE)
+_GROUP_PREFIX = re.compile(rf"group\d+\.(?={_DIR}\.|sync\.)")
 
 
 @lru_cache(maxsize=4096)
 def metric_info(name: str) -> MetricInfo:
-    """Unit and direction of a metric name (job-level names have the same shape)."""
+    """Unit and direction of a metric name (job-level names have the same shape).
+
+    `group<N>.` in front (a direction several stonewalled fio groups did, reported per
+    group — iolab.ingest.aggregate) names the same kind of metric.
+    """
+    grouped = _GROUP_PREFIX.match(name)
+    base = name[grouped.end() :] if grouped else name
     for pattern, unit, direction, description in _COMPILED:
-        if pattern.match(name):
+        if pattern.match(base):
             return MetricInfo(name, unit, direction, description)
     return MetricInfo(name, "", Direction.NEUTRAL, "")
+
+
+_RATE = re.compile(rf"(?P<prefix>(?:group(?P<group>\d+)\.)?(?P<dir>{_DIR}))\.(?:iops|bw_bytes)\Z")
+
+
+def direction_prefixes(names: Iterable[str]) -> list[str]:
+    """The I/O directions that have a rate among `names`, as metric prefixes: `write`, or
+    `group1.write` when stonewalled groups are reported apart; plain first, then by group."""
+    found: dict[str, tuple[int, int]] = {}
+    for name in names:
+        m = _RATE.match(name)
+        if m:
+            group = -1 if m.group("group") is None else int(m.group("group"))
+            found[m.group("prefix")] = (group, IO_DIRECTIONS.index(m.group("dir")))
+    return sorted(found, key=lambda prefix: found[prefix])
 
 
 def known_patterns() -> list[tuple[str, str, str, str]]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from iolab.errors import SelectorError
 from iolab.ingest.aggregate import histogram_percentiles, merge_histograms
-from iolab.model.metrics import IO_DIRECTIONS, Direction
+from iolab.model.metrics import Direction, direction_prefixes
 from iolab.model.sample import RunInfo, Sample
 from iolab.report.model import Group, LatencyRow, LatencySummary, Report
 from iolab.select import Selector, resolve
@@ -262,8 +262,8 @@ def kpis_of(
                         direction = None
                     out.setdefault(item["metric"], direction)
             continue
-        for d in IO_DIRECTIONS:
-            for name in (f"{d}.iops", f"{d}.bw_bytes"):
+        for prefix in direction_prefixes(both):
+            for name in (f"{prefix}.iops", f"{prefix}.bw_bytes"):
                 if name in both:
                     out.setdefault(name, None)
     return out
