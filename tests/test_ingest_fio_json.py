@@ -4,6 +4,7 @@ JSON of the same file, loaded independently with json.load."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -417,3 +418,15 @@ def test_groups_that_both_wrote_are_reported_apart() -> None:
     path = DATA / "fio-3.33" / "out" / "two-groups.json"
     (both,) = fio_json.parse(path.read_text(), str(path))
     assert direction_prefixes(both.metrics) == ["read", "write"]  # one group each: plain
+
+
+def test_microsecond_figure_beyond_doubles_is_dropped() -> None:
+    """Regression (found by the property test): a fio 2.x latency in µs near the largest
+    double became inf when scaled to ns."""
+    doc = {
+        "fio version": "fio-2.16",
+        "jobs": [{"jobname": "j", "read": {"io_bytes": 1, "slat": {"max": 1.797693134862316e305}}}],
+    }
+    (result,) = fio_json.parse(json.dumps(doc), "huge.json")
+    assert "read.slat_ns.max" not in result.metrics
+    assert all(math.isfinite(v) for v in result.metrics.values())

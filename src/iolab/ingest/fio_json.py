@@ -299,17 +299,17 @@ def _latencies(
             continue  # fio writes zeros for latencies it did not measure (slat with psync)
         prefix = f"{ddir}.{kind}_ns"
         for key, stat in (("min", "min"), ("max", "max"), ("mean", "mean"), ("stddev", "stddev")):
-            value = _num(stats, key)
+            value = _scaled(_num(stats, key), scale)
             if value is not None:
-                metrics[f"{prefix}.{stat}"] = value * scale
+                metrics[f"{prefix}.{stat}"] = value
         percentiles = stats.get("percentile")
         if isinstance(percentiles, dict):
             for key, value in percentiles.items():
                 p = _float_key(key)
-                number = _as_number(value)
+                number = _scaled(_as_number(value), scale)
                 if p is None or p <= 0 or p > 100 or number is None:
                     continue  # fio 2.x pads the list with "0.00": 0
-                metrics[f"{prefix}.{percentile_name(p)}"] = number * scale
+                metrics[f"{prefix}.{percentile_name(p)}"] = number
         bins = stats.get("bins")
         if isinstance(bins, dict):
             hist = _bins(bins, scale)
@@ -331,8 +331,18 @@ def _bins(bins: dict[str, Any], scale: float) -> Histogram:
             continue
         if plat_bits is not None:
             value = plat_index_to_value(int(value), int(plat_bits))
-        hist[value * scale] += int(count)
+        scaled = _scaled(value, scale)
+        if scaled is not None:
+            hist[scaled] += int(count)
     return dict(hist)
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    """µs → ns and the like; None when the product leaves the doubles (a corrupt figure)."""
+    if value is None:
+        return None
+    product = value * scale
+    return product if math.isfinite(product) else None
 
 
 def plat_index_to_value(index: int, bits: int = 6) -> float:
