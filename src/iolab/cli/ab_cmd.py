@@ -9,30 +9,25 @@ they stay valid although we looked after every block).
 
 from __future__ import annotations
 
-import math
 import re
 import sys
-import time
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import click
 from click.core import ParameterSource
 from rich.console import Console
 
+from iolab.cli.ab_contrasts import Contrast, all_decided, contrasts, replay
+from iolab.cli.ab_loop import run_blocks
 from iolab.cli.options import ci_option, margin_option, parse_tags
 from iolab.cli.resume import resumed_plan
 from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
 from iolab.lab import runner
-from iolab.model.sample import Sample
 from iolab.plan import load_plan
-from iolab.plan.model import Case, Plan
+from iolab.plan.model import Plan
 from iolab.report import FORMATS
 from iolab.report.build import Options, by_report, sequential_key, with_sequential
-from iolab.report.fmt import ci, pct
 from iolab.select import Selector
-from iolab.stats import SequentialDecision, SequentialState
-from iolab.stats.sequential import INTERVAL_EDGE_LOG
 from iolab.store import open_store
 from iolab.store.store import Store
 
@@ -54,214 +49,6 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise IolabError(f"--max-time {text!r}: must be positive")
     return seconds
-
-
-@dataclass
-class Contrast:
-    """One comparison the test decides: `other` against `baseline` in one matrix cell."""
-
-    cell: dict[str, str]
-    baseline: Case
-    other: Case
-    decisions: dict[str, SequentialDecision] = field(default_factory=dict)
-
-    @property
-    def title(self) -> str:
-        where = " ".join(f"{k}={v}" for k, v in self.cell.items())
-        what = f"{self.other.variant} vs {self.baseline.variant}"
-        return f"{where}: {what}" if where else what
-
-
-def contrasts(
-    plan: Plan, alpha: float, margin: float, max_blocks: int, stake_blocks: int
-) -> list[Contrast]:
-    """Baseline against every other variant, in every matrix cell, one decision per KPI."""
-    baseline = plan.baseline or plan.variants[0]
-    out: list[Contrast] = []
-    for base in plan.cases_of(baseline):
-        for variant in plan.variants:
-            if variant == baseline:
-                continue
-            other = next((c for c in plan.cases_of(variant) if c.cell == base.cell), None)
-            if other is None:
-                continue
-            contrast = Contrast(dict(base.cell), base, other)
-            for kpi in plan.kpis:
-                contrast.decisions[kpi.metric] = SequentialDecision(
-                    kpi.metric,
-                    direction=kpi.direction,
-                    alpha=alpha,
-                    margin_pct=margin,
-                    max_blocks=max_blocks,
-                    stake_blocks=stake_blocks,
-                )
-            out.append(contrast)
-    return out
-
-
-class AbReporter:
-    """Shows which sample runs (a transient status line) and failures; the runner calls it."""
-
-    def __init__(self, console: Console, quiet: bool) -> None:
-        self.console = console
-        self.quiet = quiet
-        self.status = console.status("starting", spinner="dots") if not quiet else None
-
-    def __enter__(self) -> AbReporter:
-        if self.status is not None:
-            self.status.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.status is not None:
-            self.status.stop()
-
-    def started(self, total: int, done: int) -> None:
-        pass
-
-    def sample_started(self, case: Case, block: int, position: int) -> None:
-        if self.status is not None:
-            self.status.update(f"block {block} · {case.key}")
-
-    def sample_done(self, sample: Sample, case: Case) -> None:
-        if sample.status != "ok" and not self.quiet:
-            self.console.print(
-                f"[red]✗[/] block {sample.block} {case.key}: failed: {sample.reason}",
-                highlight=False,
-            )
-
-    def warning(self, message: str) -> None:
-        if not self.quiet:
-            self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
-
-
-def feed(contrast: Contrast, samples: list[Sample]) -> None:
-    """Give each KPI decision this block's (A, B) pair, when both samples measured it."""
-
-    def find(case: Case) -> Sample | None:
-        return next(
-            (
-                s
-                for s in samples
-                if s.status == "ok" and s.variant == case.variant and s.cell == dict(case.cell)
-            ),
-            None,
-        )
-
-    a, b = find(contrast.baseline), find(contrast.other)
-    if a is None or b is None:
-        return
-    for name, decision in contrast.decisions.items():
-        va, vb = a.metrics.get(name), b.metrics.get(name)
-        if va is not None and vb is not None and va > 0 and vb > 0:
-            decision.update([(va, vb)])
-
-
-def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
-    """Feed the decisions every stored block of a run being resumed, in block order; returns
-    the last block number stored (failed samples included: their block is used up)."""
-    kpis = sorted({name for c in items for name in c.decisions})
-    by_block: dict[int, list[Sample]] = defaultdict(list)
-    for sample in store.samples(run_id=run_id, metrics=kpis, with_jobs=False):
-        if sample.block is not None:
-            by_block[sample.block].append(sample)
-    for block in sorted(by_block):
-        for contrast in items:
-            feed(contrast, by_block[block])
-    return max((block for _, block in store.done_keys(run_id)), default=0)
-
-
-def all_done(items: list[Contrast]) -> bool:
-    """Every decision stopped: with a verdict, or on its block budget."""
-    return all(d.state is not None and d.state.done for c in items for d in c.decisions.values())
-
-
-def all_decided(items: list[Contrast]) -> bool:
-    """Every decision has a verdict (regression, improvement or no change)."""
-    return all(
-        d.state is not None and d.state.verdict != "inconclusive"
-        for c in items
-        for d in c.decisions.values()
-    )
-
-
-def interval_text(state: SequentialState) -> str:
-    """The confidence sequence, with a side that still sits at the searched range's edge
-    shown as unbounded ("≤ -50.3%") rather than as if it had been measured."""
-    lo, hi = state.ci_low_pct, state.ci_high_pct
-    if lo is None or hi is None:
-        return ci(lo, hi)
-    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
-    low = f"≤{pct(lo)}" if lo <= edge_lo + 1e-9 else pct(lo)
-    high = f"≥{pct(hi)}" if hi >= edge_hi - 1e-9 else pct(hi)
-    return f"[{low}, {high}]"
-
-
-def progress_line(block: int, contrast: Contrast, state: SequentialState) -> str:
-    colour = {"regression": "red", "improvement": "green", "no change": "cyan"}.get(
-        state.verdict, "yellow"
-    )
-    return (
-        f"block {block:>3} · {contrast.title} · {state.name} "
-        f"{pct(state.estimate_pct)} {interval_text(state)} · "
-        f"evidence {state.e_value:.3g} / equiv {state.e_value_equivalence:.3g} "
-        f"(need {1 / state.alpha:g}) · [{colour}]{state.verdict}[/]"
-    )
-
-
-def run_blocks(
-    store: Store,
-    plan: Plan,
-    run_id: int,
-    seed: int,
-    items: list[Contrast],
-    *,
-    first_block: int,
-    max_blocks: int,
-    max_time_s: float | None,
-    destroy_data: bool,
-    console: Console,
-    quiet: bool,
-) -> tuple[str, str]:
-    """Run blocks until every decision is done or the budget is spent; (status, why)."""
-    start = time.monotonic()
-    durations: list[float] = []
-    measured = 0
-    why = f"budget of {max_blocks} blocks spent"
-    if all_decided(items):  # a resumed run that had its verdicts already
-        return "finished", "every KPI has a verdict"
-    with AbReporter(console, quiet) as reporter:
-        session = runner.LabSession(plan, store, run_id, seed, destroy_data, reporter)
-        with runner.interrupts_raise(), session:
-            for block in range(first_block, max_blocks + 1):
-                if max_time_s is not None and durations:
-                    expected = sum(durations) / len(durations)
-                    if time.monotonic() - start + expected > max_time_s:
-                        why = f"time budget of {max_time_s:g} s spent"
-                        break
-                began = time.monotonic()
-                samples = session.run_block(block)
-                durations.append(time.monotonic() - began)
-                measured += sum(1 for s in samples if s.status == "ok")
-                if not measured and block >= first_block + 1:
-                    reason = next((s.reason for s in samples if s.reason), "no result")
-                    raise LabError(
-                        f"every sample of blocks {first_block}-{block} failed: {reason}"
-                    )
-                for contrast in items:
-                    feed(contrast, samples)
-                    for decision in contrast.decisions.values():
-                        state = decision.state
-                        if state is not None and state.n_blocks > 0 and not quiet:
-                            console.print(progress_line(block, contrast, state), highlight=False)
-                if all_done(items):
-                    why = (
-                        "every KPI has a verdict"
-                        if all_decided(items)
-                        else f"budget of {block} blocks spent"
-                    )
-                    break
-    return "finished", why
 
 
 # options that define a run's test: a resumed run keeps its own
