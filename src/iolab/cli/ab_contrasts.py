@@ -84,7 +84,9 @@ def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
     the last block number stored (failed samples included: their block is used up)."""
     kpis = sorted({name for c in items for name in c.decisions})
     by_block: dict[int, list[Sample]] = defaultdict(list)
-    for sample in store.samples(run_id=run_id, metrics=kpis, with_jobs=False):
+    for sample in store.samples(
+        run_id=run_id, metrics=kpis, with_jobs=False, with_histograms=False
+    ):
         if sample.block is not None:
             by_block[sample.block].append(sample)
     for block in sorted(by_block):
