@@ -288,3 +288,45 @@ def test_on_failure_stop_ends_the_run(tmp_path: Path, lab: dict[str, str]) -> No
     with open_store(lab["IOLAB_DB"]) as store:
         assert len(store.samples(run_id=1, status=None)) == 1
         assert store.run(1).status == "failed"
+
+
+GROUPS_PLAN = """\
+name: two-write-groups
+target: {size: 48M}
+filesystem: {type: ext4, mkfs_options: -m 1, mount_options: noatime}
+workload:
+  fio: |
+    [global]
+    filename={mnt}/f
+    size=2M
+    bs=16k
+    ioengine=psync
+    [seq]
+    rw=write
+    [rand]
+    stonewall
+    rw=randwrite
+    runtime=300ms
+    time_based=1
+variants: {only: {}}
+repeat: 1
+kpis: [write.iops]
+"""
+
+
+def test_missing_kpi_is_named_with_its_near_misses(tmp_path: Path, lab: dict[str, str]) -> None:
+    """Two stonewalled groups that both write give group0/group1.write.iops, never a summed
+    write.iops: a plan naming write.iops is told so once, with the names it could use."""
+    plan = tmp_path / "groups.yaml"
+    plan.write_text(GROUPS_PLAN)
+    proc = iolab(lab, "run", "-q", str(plan))
+    assert proc.returncode == 0, proc.stderr
+    warning = (
+        "warning: KPI write.iops is not among the workload's metrics; "
+        "it has group0.write.iops, group1.write.iops"
+    )
+    assert proc.stderr.count(warning) == 1, proc.stderr
+    with open_store(lab["IOLAB_DB"]) as store:
+        (sample,) = store.samples(run_id=1)
+    assert "write.iops" not in sample.metrics
+    assert sample.metrics["group0.write.iops"] > 0 and sample.metrics["group1.write.iops"] > 0

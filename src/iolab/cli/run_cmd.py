@@ -30,7 +30,7 @@ class ProgressReporter:
     """A progress bar with ETA on stderr, and one line per finished sample above it."""
 
     def __init__(self, plan: Plan, quiet: bool) -> None:
-        self.console = Console(stderr=True)
+        self.console = Console(stderr=True, soft_wrap=True)  # warnings stay whole in logs
         self.kpis = [k.metric for k in plan.kpis]
         self.quiet = quiet
         self.progress = Progress(
@@ -144,7 +144,7 @@ def command(
             plan = new_plan
             runner.preflight(plan, destroy_data=destroy_data)
             run_id, seed = runner.start_run(store, plan, label=label, tags=tag_map)
-        err = Console(stderr=True)
+        err = Console(stderr=True, soft_wrap=True)
         if not quiet:
             err.print(
                 f"run {run_id}: {plan.name}"

@@ -225,9 +225,21 @@ class LabSession:
         sample.finished_at = datetime.now(UTC)
         if sample.status != "ok":
             self.failures += 1
+        else:
+            self._check_kpis(sample)
         sample.id = self.store.add_sample(sample)
         self.reporter.sample_done(sample, case)
         return sample
+
+    def _check_kpis(self, sample: Sample) -> None:
+        """Say once when a KPI is not among a sample's metrics, naming the near misses — e.g.
+        a job file whose stonewalled groups all write has group0.write.iops, not write.iops."""
+        for kpi in self.plan.kpis:
+            if kpi.metric in sample.metrics:
+                continue
+            near = sorted(n for n in sample.metrics if n.endswith("." + kpi.metric))
+            hint = f"; it has {', '.join(near)}" if near else ""
+            self._warn_once(f"KPI {kpi.metric} is not among the workload's metrics{hint}")
 
     def _measure(self, case: Case, sample: Sample, log: kmsg.KernelLog) -> None:
         journal = self._journal()
