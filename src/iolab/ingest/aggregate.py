@@ -7,7 +7,7 @@ of percentiles is not a percentile, so when neither is available none is reporte
 Jobs of different groups (`stonewall`, `new_group`) ran one after the other, so their rates
 must not be summed: fio reports each group on its own.  A direction that only one group
 did keeps the plain names (`write.iops` of a write-then-read job file); a direction that
-several groups did is reported per group only, as `group<N>.write.iops` (docs/formats.md).
+several groups did is reported per group only, as `group<N>.write.iops` (docs/parse-json.md).
 """
 
 from __future__ import annotations
