@@ -330,3 +330,35 @@ def test_missing_kpi_is_named_with_its_near_misses(tmp_path: Path, lab: dict[str
         (sample,) = store.samples(run_id=1)
     assert "write.iops" not in sample.metrics
     assert sample.metrics["group0.write.iops"] > 0 and sample.metrics["group1.write.iops"] > 0
+
+
+def test_interrupted_ab_restores_the_machine_and_resumes(
+    tmp_path: Path, lab: dict[str, str]
+) -> None:
+    """Ctrl-C during an ab run's second block: machine restored, exit 5 with the command
+    that continues it; `ab --resume` then completes the budget from the next block on."""
+    plan = write_plan(tmp_path, repeat=1, runtime="500ms")
+    proc = start(lab, "ab", "-q", "--max-runs", "3", "--format", "json", str(plan))
+    wait_for_workloads(lab, proc, 3)  # block 1 stored, block 2's first sample running
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 5, stderr
+    assert "`iolab ab --resume 1` continues it" in stderr
+    assert leftovers_of(proc.pid) == []
+    with open_store(lab["IOLAB_DB"]) as store:
+        assert store.run(1).status == "interrupted"
+    resumed = iolab(lab, "ab", "--resume", "1", "--format", "json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "ab run 1 resumed at block" in resumed.stderr
+    with open_store(lab["IOLAB_DB"]) as store:
+        run = store.run(1)
+        ok = store.samples(run_id=1)
+        every = store.samples(run_id=1, status=None)
+    assert run.status == "finished"
+    assert max(s.block or 0 for s in every) == 3  # the budget counts every block number used
+    complete = [
+        b for b in {s.block for s in ok} if {s.variant for s in ok if s.block == b} == {"a", "b"}
+    ]
+    (state,) = json.loads(resumed.stdout)["groups"][0]["sequential"]
+    assert state["n_blocks"] == len(complete) >= 2
