@@ -20,7 +20,7 @@ from rich.console import Console
 from iolab.cli.ab_contrasts import Contrast, all_decided, contrasts, replay
 from iolab.cli.ab_loop import run_blocks
 from iolab.cli.options import ci_option, margin_option, parse_tags
-from iolab.cli.resume import resumed_plan
+from iolab.cli.resume import check_plan_or_resume, resumed_plan
 from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
 from iolab.lab import runner
 from iolab.plan import load_plan
@@ -206,10 +206,7 @@ def command(
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
     improvement, or no change within ±margin) or the budget is spent; then the report."""
     # Everything the command line alone can get wrong fails before the store is opened.
-    if resume is not None and plan_path is not None:
-        raise IolabError("give either PLAN or --resume RUN, not both")
-    if resume is None and plan_path is None:
-        raise IolabError("missing PLAN (or --resume RUN)")
+    check_plan_or_resume(plan_path, resume)
     if resume is not None:
         given = [
             flag

@@ -14,6 +14,14 @@ from iolab.store.store import Store
 _CONTINUED_BY = {"lab": "iolab run --resume", "ab": "iolab ab --resume"}
 
 
+def check_plan_or_resume(plan_path: str | None, resume: int | None) -> None:
+    """A run command takes a PLAN to start a run or --resume RUN to continue one: exactly one."""
+    if resume is not None and plan_path is not None:
+        raise IolabError("give either PLAN or --resume RUN, not both")
+    if resume is None and plan_path is None:
+        raise IolabError("missing PLAN (or --resume RUN)")
+
+
 def resumed_plan(store: Store, run_id: int, kind: str) -> tuple[Plan, int]:
     """The plan and seed of run `run_id`, which must be of `kind` and not running elsewhere.
 

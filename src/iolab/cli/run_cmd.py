@@ -16,7 +16,7 @@ from rich.progress import (
 )
 
 from iolab.cli.options import parse_tags
-from iolab.cli.resume import resumed_plan
+from iolab.cli.resume import check_plan_or_resume, resumed_plan
 from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.lab import runner
 from iolab.model.metrics import metric_info
@@ -125,10 +125,7 @@ def command(
         raise IolabError("--quick and --profile name different profiles")
     profile = "quick" if quick else profile
     # Everything the command line alone can get wrong fails before the store is opened.
-    if resume is not None and plan_path is not None:
-        raise IolabError("give either PLAN or --resume RUN, not both")
-    if resume is None and plan_path is None:
-        raise IolabError("missing PLAN (or --resume RUN)")
+    check_plan_or_resume(plan_path, resume)
     if resume is not None and (label is not None or tags):
         raise IolabError(f"--label and --tag name a new run; run {resume} keeps its own")
     tag_map = parse_tags(tags)
