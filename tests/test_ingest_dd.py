@@ -167,3 +167,63 @@ def test_live_dd_run(tmp_path: Path) -> None:
     assert result.metrics["write.io_bytes"] == 48 * 65536 == (tmp_path / "f").stat().st_size
     assert result.metrics["write.total_ios"] == 48
     assert result.metrics["write.runtime_ms"] > 0
+
+
+LOCALES = Path(__file__).parent / "data" / "dd-locales"
+LOCALE_CASES = [
+    row.split("\t")
+    for row in (LOCALES / "MANIFEST").read_text().splitlines()
+    if not row.startswith("progress-error")
+]
+# The time as dd printed it: %g in the locale's number format, before its unit "s".
+LOCAL_TIME = re.compile(r"[,，]\s*(\d+(?:[.,]\d+)?(?:e[-+]\d+)?) s[,，]")
+
+
+def test_every_translated_language_has_real_fixtures() -> None:
+    from iolab.ingest import dd_catalogue
+
+    langs = {row[0].rsplit("-", 1)[0] for row in LOCALE_CASES}
+    assert set(dd_catalogue.LANGUAGES) <= langs
+    assert len(dd_catalogue.LANGUAGES) >= 5
+
+
+@pytest.mark.parametrize("case", LOCALE_CASES, ids=lambda c: c[0])
+def test_real_dd_in_other_languages(case: list[str]) -> None:
+    name, nbytes, records, _env, _operands = case
+    text = (LOCALES / f"{name}.txt").read_text()
+    results = parse_text(text, name)
+    assert len(results) == 1, text
+    m = results[0].metrics
+    assert m["write.io_bytes"] == int(nbytes)
+    assert results[0].jobs[0].options["records_out"] == records
+    seconds = float(LOCAL_TIME.findall(text)[-1].replace(",", "."))
+    assert m["write.runtime_ms"] == pytest.approx(seconds * 1000)
+    assert m["write.bw_bytes"] == pytest.approx(int(nbytes) / seconds)
+    assert results[0].caption is None  # a records line is never a caption
+
+
+@pytest.mark.parametrize("lang", ["C", "de"])
+def test_progress_then_error_is_one_result(lang: str) -> None:
+    """status=progress lines, then `dd: error writing …`, then the records and the summary of
+    what was copied before the error: one result, the final summary."""
+    text = (LOCALES / f"progress-error-{lang}.txt").read_bytes().decode()  # keeps the `\r`
+    assert text.count("\r") >= 1 and "dd: " in text
+    (result,) = parse_text(text, lang)
+    last = text.strip().splitlines()[-1]
+    assert result.metrics["write.io_bytes"] == int(last.split()[0])
+    assert result.metrics["write.runtime_ms"] != 3000  # not the whole-second progress line
+
+
+@pytest.mark.parametrize(
+    ("line", "nbytes", "seconds"),
+    [
+        # forms quoted in issue 13, from other coreutils versions and pasting tools
+        ("4034920448 Bytes (4,0 GB, 3,8 GiB) kopiert, 293,807 s, 13,7 MB/s", 4034920448, 293.807),
+        ("5120000字节（5.1 MB，4.9 MiB）已复制，0.0313203 s，163 MB/s", 5120000, 0.0313203),
+        ("1073741824 bytes (1,1 GB, 1,0 GiB) copied, 365,951 s, 2,9 MB/s", 1073741824, 365.951),
+    ],
+)
+def test_variant_spacing_and_punctuation(line: str, nbytes: int, seconds: float) -> None:
+    (result,) = read("variant", line)
+    assert result.metrics["write.io_bytes"] == nbytes
+    assert result.metrics["write.runtime_ms"] == pytest.approx(seconds * 1000)
