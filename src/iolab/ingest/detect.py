@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from iolab.errors import IngestError
-from iolab.ingest import dd, fio_json, fio_terse, fio_text, mail, xfs_io
+from iolab.ingest import dd, fio_json, fio_terse, fio_text, mail, two_forms, xfs_io
 from iolab.model.result import Result
 
 LINE_READERS = (fio_text, fio_terse, xfs_io, dd)
@@ -72,6 +72,7 @@ def parse_text(text: str, source: str) -> list[Result]:
     if not found:
         raise IngestError(source, _why_not(text))
     found.sort(key=lambda item: item[0])
+    found = two_forms.merge(found)  # `--output-format=terse,normal`: one run, not two
     results = []
     for start, result in found:
         if result.caption is None:
