@@ -35,8 +35,8 @@ _STARTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("version", r"^fio-(?P<version>\d[\w.+~-]*)$"),
         ("options", r"^(?P<name>\S.*?): \(g=\d+\): rw=(?P<rw>\w+)"),
         ("header", r"^(?P<name>\S.*?): \(groupid=\d"),
-        ("dir3", rf"^{_DIRS}\s*:\s*IOPS="),
-        ("dir2", rf"^{_DIRS}\s*:\s*io="),
+        ("dir3", rf"^(?:\S+\s+){{0,3}}?{_DIRS}\s*:\s*IOPS="),
+        ("dir2", rf"^(?:\S+\s+){{0,3}}?{_DIRS}\s*:\s*io=\s*\d"),
         ("lat", rf"^(?P<kind>clat|slat|lat|sync)\s*\({_LAT_UNIT}\)\s*:\s*min="),
         ("pct", rf"^(?P<kind>clat|slat|lat|sync)\s+percentiles\s*\({_LAT_UNIT}\)"),
         ("pctrow", r"^\|"),
@@ -85,12 +85,14 @@ _HEADER = re.compile(
     r"^(?P<name>\S.*?): \(groupid=(?P<group>\d{1,9}),\s*jobs=\s*\d+\)\s*:\s*err=\s*(?P<err>\d{1,9})"
     r"(?:\s*\((?P<detail>.*?)\)\s*:\s*pid=|.*)"
 )
+# A direction line may carry, before it, a few words of the line above that a mail client
+# re-flowed onto it (`2019 write: IOPS=…` from a job header cut before its year).
 _DIR3 = re.compile(
-    rf"^{_DIRS}\s*:\s*IOPS=\s*(?P<iops>{_NUM}{_SUF})\s*,\s*BW=\s*(?P<bw>{_NUM}\s*\w*/s)"
+    rf"^(?:\S+\s+){{0,3}}?{_DIRS}\s*:\s*IOPS=\s*(?P<iops>{_NUM}{_SUF})\s*,\s*BW=\s*(?P<bw>{_NUM}\s*\w*/s)"
     rf"\s*(?:\([^)]*\))?\s*\(\s*(?P<io>{_NUM}\s*\w*?)\s*/\s*(?P<run>\d{{1,15}})\s*msec\s*\)"
 )
 _DIR2 = re.compile(
-    rf"^{_DIRS}\s*:\s*io=\s*(?P<io>{_NUM}\s*\w*?)\s*,\s*bw=\s*(?P<bw>{_NUM}\s*\w*/s)\s*,"
+    rf"^(?:\S+\s+){{0,3}}?{_DIRS}\s*:\s*io=\s*(?P<io>{_NUM}\s*\w*?)\s*,\s*bw=\s*(?P<bw>{_NUM}\s*\w*/s)\s*,"
     rf"\s*iops=\s*(?P<iops>{_NUM}{_SUF})\s*,\s*runt=\s*(?P<run>\d{{1,15}})\s*msec"
 )
 _LAT = re.compile(
@@ -161,6 +163,8 @@ class _Draft:
     disk: dict[str, float] = field(default_factory=dict)
     section: str = "jobs"  # "jobs" → "groups" → "disk"
     prose_since_job: bool = False
+    last_group: int = -1  # the last `Run status group N` of this run
+    group_dirs: set[str] = field(default_factory=set)  # directions read under that header
 
     def has_content(self) -> bool:
         return bool(self.jobs or self.group_metrics)
@@ -274,10 +278,10 @@ class _Reader:
         if kind in (None, "other") and self.fio_error is None and _FIO_ERROR.match(text):
             self.fio_error = line
         if kind is None:
-            if text and not line.indented and is_prose(text) and self.current is not None:
+            if text and self.current is not None and self.current.section != "jobs":
+                self._close()  # fio prints nothing of its own after its summaries: a note
+            elif text and not line.indented and is_prose(text) and self.current is not None:
                 self.current.prose_since_job = True
-                if self.current.section != "jobs":
-                    self._close()
             return
         if kind in ("version", "group"):
             self.fio_seen = True
@@ -304,20 +308,32 @@ class _Reader:
         elif kind == "issued":
             self._issued(text)
         elif kind == "group":
-            if self.current is None or self.current.section == "disk":
-                self._close()
-                self.current = _Draft(start=line.first, version=self.version)
-                self.version = None
-            self.current.section = "groups"
+            number = int(match.group("group"))
+            run = self.current
+            if (
+                run is None
+                or run.section == "disk"
+                or (run.section == "groups" and number <= run.last_group)
+            ):
+                run = self._new_summary_run(line)  # group numbers only grow within a run
+            run.section = "groups"
+            run.last_group = number
+            run.group_dirs = set()
             self.job, self.ddir = None, None
         elif kind == "gdir":
-            self._group_direction(text)
+            self._group_direction(line)
         elif kind == "diskhdr":
             if self.current is not None:
                 self.current.section = "disk"
                 self.job, self.ddir = None, None
         elif kind == "disk":
             self._disk(text)
+
+    def _new_summary_run(self, line: _Line) -> _Draft:
+        self._close()
+        self.current = _Draft(start=line.first, version=self.version)
+        self.version = None
+        return self.current
 
     def _header(self, line: _Line) -> None:
         match = _HEADER.match(line.text)
@@ -440,10 +456,18 @@ class _Reader:
         if len(totals) > 3 and (totals[3] > 0 or "sync.lat_ns.mean" in m):
             m["sync.total_ios"] = totals[3]
 
-    def _group_direction(self, text: str) -> None:
+    def _group_direction(self, line: _Line) -> None:
+        """A `READ:`/`WRITE:` group line; pasted without its `Run status group` header it
+        starts a run of its own, and a direction seen again under the same header does too
+        (two summaries pasted one after the other)."""
+        text = line.text
         run = self.current
-        if run is None or run.section != "groups":
-            return
+        ddir_name = text.split(":", 1)[0].strip().lower()
+        if run is None or run.section == "disk" or ddir_name in run.group_dirs:
+            run = self._new_summary_run(line)
+        run.section = "groups"
+        run.group_dirs.add(ddir_name)
+        self.job, self.ddir = None, None
         legacy = _GDIR2.match(text)
         match = legacy or _GDIR3.match(text)
         if match is None:
@@ -488,6 +512,10 @@ class _Reader:
         ]
         if jobs:
             metrics, _ = aggregate_jobs(jobs)
+            for key, value in draft.group_metrics.items():
+                ddir = key.split(".", 1)[0]
+                if not any(_is_direction_metric(k, ddir) for k in metrics):
+                    metrics[key] = value  # the job block's direction line was unreadable
         else:
             metrics = dict(draft.group_metrics)
         if not metrics:
@@ -501,3 +529,10 @@ class _Reader:
             metrics=metrics,
             jobs=jobs,
         )
+
+
+def _is_direction_metric(key: str, ddir: str) -> bool:
+    """`write.iops`, or per group `group1.write.iops`."""
+    parts = key.split(".")
+    in_group = len(parts) > 2 and parts[0].startswith("group") and parts[1] == ddir
+    return parts[0] == ddir or in_group

@@ -85,6 +85,12 @@ _TOOL_WORDS = frozenset(
     ]
 )
 CAPTION_MAX = 200
+# Markdown around a pasted result: code fences, headings, a title's underline.
+_FENCE = re.compile(r"^(?:```|~~~)[\w+-]*$")
+_HEADING = re.compile(r"^#{2,6}\s+(?P<title>\S.*?)\s*#*$")
+_UNDERLINE = re.compile(r"^(?:={3,}|-{3,})$")
+# A short title ending in a colon (`RAID10:`, `ext4 -o iversion:`), not fio's own headers.
+_TITLE = re.compile(r"^(?!Run status group|Disk stats|All clients)[^=:;|]{1,60}:$")
 
 
 def unquote(lines: list[str]) -> list[str]:
@@ -121,16 +127,26 @@ def caption_for(lines: list[str], start: int) -> str | None:
     Walks up over blank lines and the tool's own preamble (`fio-3.33`, `Starting 4 threads`,
     job option lines, also when wrapped); stops with None at the previous result's output,
     a signature or a quote attribution ("On ... wrote:").  Trailing colons are dropped.
+    Markdown is understood: code fences are skipped, a `##` heading or a title underlined
+    with `===`/`---` is the caption, and so is a short line ending in a colon (`RAID10:`).
     """
+    from iolab.ingest import dd  # dd's lines in every language (its catalogue)
+
     i = min(start, len(lines)) - 1
     while i >= 0:
         text = lines[i].strip()
-        if not text or _NOISE.match(text):
+        if not text or _NOISE.match(text) or _FENCE.match(text):
             i -= 1
             continue
-        if _BOUNDARY.match(text):
+        if _BOUNDARY.match(text) or dd.is_output(text):
             return None
-        if is_prose(text):
+        heading = _HEADING.match(text)
+        if heading:
+            return heading.group("title")[:CAPTION_MAX]
+        if _UNDERLINE.match(text) and i > 0 and lines[i - 1].strip():
+            title = lines[i - 1].strip()
+            return title.rstrip(":").rstrip()[:CAPTION_MAX] or None
+        if is_prose(text) or _TITLE.match(text):
             caption = text.rstrip(":").rstrip()
             return caption[:CAPTION_MAX] if caption else None
         noise_above = _wrapped_noise_start(lines, i)
