@@ -44,6 +44,8 @@ def metric(m: MetricComparison) -> dict[str, Any]:
         "ci_high_pct": m.ci_high_pct,
         "p_value": m.p_value,
         "p_adjusted": m.p_adjusted,
+        "ci_level": m.ci_level,
+        "same_as": m.same_as,
         "test": m.test,
         "paired": m.paired,
         "n_pairs": m.n_pairs,

@@ -98,10 +98,15 @@ def compare_metric(
     *,
     alpha: float = DEFAULT_ALPHA,
     margin_pct: float = DEFAULT_MARGIN_PCT,
+    interval_alpha: float | None = None,
 ) -> MetricComparison:
-    """B against A for one metric (p_adjusted = p_value; `compare` adjusts secondaries)."""
+    """B against A for one metric (p_adjusted = p_value; `compare` adjusts for the table).
+
+    `interval_alpha`: the level the interval is computed at (default alpha); `compare` passes
+    the level this metric's test is judged at after the multiplicity correction."""
     if not 0 < alpha < 0.5:
         raise ValueError("alpha must be in (0, 0.5)")
+    level = alpha if interval_alpha is None else interval_alpha
     if margin_pct <= 0 or margin_pct >= 100:
         raise ValueError("margin_pct must be in (0, 100)")
     if len(item.a) == 0 or len(item.b) == 0:
@@ -147,7 +152,7 @@ def compare_metric(
 
     if paired:
         d = xb - xa
-        est = sh.paired_shift(d, alpha)
+        est = sh.paired_shift(d, level)
         tost = None if bounds is None else sh.tost_p(None, None, d, bounds)
         sd = float(np.std(d, ddof=1)) if d.size >= 2 else None
         n_pairs: int | None = int(d.size)
@@ -157,9 +162,9 @@ def compare_metric(
                 f"(smallest possible p {est.min_p:.2g}); need >= {_min_n_paired(alpha)} pairs"
             )
         if est.ci_low is None:
-            warnings.append(f"need >= {_min_n_ci_paired(alpha)} pairs to bound the change")
+            warnings.append(f"need >= {_min_n_ci_paired(level)} pairs to bound the change")
     else:
-        est = sh.unpaired_shift(xa, xb, alpha)
+        est = sh.unpaired_shift(xa, xb, level)
         tost = None if bounds is None else sh.tost_p(xa, xb, None, bounds)
         sds = [float(np.std(x, ddof=1)) for x in (xa, xb) if x.size >= 2]
         sd = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
@@ -171,7 +176,7 @@ def compare_metric(
             )
         if est.ci_low is None:
             warnings.append(
-                f"need >= {_min_n_ci_unpaired(alpha)} samples per side to bound the change"
+                f"need >= {_min_n_ci_unpaired(level)} samples per side to bound the change"
             )
 
     p_value = _nan_to_one(est.p_value)
@@ -217,6 +222,7 @@ def compare_metric(
         min_p_value=est.min_p,
         runs_needed=needed,
         warnings=tuple(warnings),
+        ci_level=1.0 - level,
     )
     return _margin_note(comparison, alpha)
 
@@ -255,6 +261,63 @@ def with_adjusted_p(mc: MetricComparison, p_adjusted: float, alpha: float) -> Me
     )
 
 
+def _level(alpha: float, p_raw: float, p_adjusted: float) -> float:
+    """The level a raw p is compared with so that p_raw <= level exactly when
+    p_adjusted <= alpha: the interval is computed at this level."""
+    if p_adjusted <= 0 or p_adjusted <= p_raw:
+        return alpha
+    return alpha * p_raw / p_adjusted
+
+
+def _judged(
+    item: MetricInput,
+    mc: MetricComparison,
+    p_adjusted: float,
+    p_raw: float,
+    p_family_adjusted: float,
+    alpha: float,
+    margin_pct: float,
+) -> MetricComparison:
+    """`mc` with its adjusted p, its verdict, and its interval at the adjusted level."""
+    level = _level(alpha, p_raw, p_family_adjusted)
+    if level != alpha:
+        mc = compare_metric(item, alpha=alpha, margin_pct=margin_pct, interval_alpha=level)
+    return with_adjusted_p(mc, p_adjusted, alpha)
+
+
+def _proportional_kpis(
+    metrics: Sequence[MetricInput], results: Sequence[MetricComparison]
+) -> list[list[int]]:
+    """KPI indices grouped by proportionality: two KPIs whose per-sample ratio is the same
+    constant on both sides (bw_bytes = block size x iops) are one group; others stand alone."""
+    kpis = [i for i, r in enumerate(results) if r.kpi and r.p_value is not None]
+    groups: list[list[int]] = []
+    for i in kpis:
+        for group in groups:
+            if _proportional(metrics[group[0]], metrics[i]):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
+_RATIO_TOLERANCE = 1e-3  # fio's text rounds iops to 3-4 figures
+
+
+def _proportional(x: MetricInput, y: MetricInput) -> bool:
+    if len(x.a) != len(y.a) or len(x.b) != len(y.b) or x.blocks_a != y.blocks_a:
+        return False
+    if x.blocks_b != y.blocks_b:
+        return False
+    num = np.asarray([*x.a, *x.b], dtype=float)
+    den = np.asarray([*y.a, *y.b], dtype=float)
+    if num.size == 0 or np.any(num <= 0) or np.any(den <= 0):
+        return False
+    ratio = num / den
+    return bool(ratio.max() <= ratio.min() * (1.0 + _RATIO_TOLERANCE))
+
+
 def _known(p_value: float | None) -> float:
     """A p-value the caller already checked is present."""
     assert p_value is not None
@@ -281,22 +344,36 @@ def compare(
     """
     results = [compare_metric(m, alpha=alpha, margin_pct=margin_pct) for m in metrics]
     shifts = [histogram_shift(h, alpha=alpha) for h in histograms]
-    kpi_idx = [i for i, r in enumerate(results) if r.kpi and r.p_value is not None]
+    # Proportional KPIs (iops and bw_bytes at a fixed block size) are one measurement: one
+    # hypothesis, tested once, whose p is the larger of its members' (docs/statistics.md).
+    groups = _proportional_kpis(metrics, results)
     secondary_idx = [i for i, r in enumerate(results) if not r.kpi and r.p_value is not None]
     hist_idx = [i for i, s in enumerate(shifts) if s.p_value is not None]
+    group_p = [max(_known(results[i].p_value) for i in g) for g in groups]
     # (not `p or 1.0`: a p-value that underflowed to 0.0 is the strongest evidence, not none)
     family = [_known(results[i].p_value) for i in secondary_idx] + [
         _known(shifts[i].p_value) for i in hist_idx
     ]
     if correction == "holm":
-        kpi_p = [_known(results[i].p_value) for i in kpi_idx]
-        kpi_adj, adjusted = graphical_holm(kpi_p, family, secondary_share)
-        for j, i in enumerate(kpi_idx):
-            results[i] = with_adjusted_p(results[i], kpi_adj[j], alpha)
+        kpi_adj, adjusted = graphical_holm(group_p, family, secondary_share)
     else:
-        adjusted = adjust(family, correction)
+        kpi_adj, adjusted = list(group_p), adjust(family, correction)
+    for g, p_group, p_adj in zip(groups, group_p, kpi_adj, strict=True):
+        for i in g:
+            # each member is judged at the group's level: p_i <= alpha * p_group / p_adj
+            p_i = _known(results[i].p_value)
+            member_adj = min(1.0, p_i * p_adj / p_group) if p_group > 0 else p_adj
+            same = next((results[j].name for j in g if j != i), None)
+            results[i] = _judged(
+                metrics[i], results[i], member_adj, p_group, p_adj, alpha, margin_pct
+            )
+            if same is not None:
+                results[i] = replace(results[i], same_as=same)
     for j, i in enumerate(secondary_idx):
-        results[i] = with_adjusted_p(results[i], adjusted[j], alpha)
+        p_i = _known(results[i].p_value)
+        results[i] = _judged(
+            metrics[i], results[i], adjusted[j], p_i, adjusted[j], alpha, margin_pct
+        )
     for j, i in enumerate(hist_idx):
         p_adj = adjusted[len(secondary_idx) + j]
         shifts[i] = replace(

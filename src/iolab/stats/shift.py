@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from iolab.stats import ranks
 from iolab.stats._nulls import (
     min_p_paired,
     min_p_unpaired,
@@ -62,11 +63,14 @@ def _has_ties(x: NDArray[np.float64]) -> bool:
 
 
 def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "two-sided") -> float:
-    """Mann–Whitney U p-value of B against A: exact without ties (m*n <= 10^4), else scipy
-    (exact up to 50 per side without ties, normal approximation with tie correction)."""
+    """Mann–Whitney U p-value of B against A: exact without ties (m*n <= 10^4), exact with ties
+    up to 100 values in all (stats.ranks), else scipy (exact up to 50 per side without ties,
+    normal approximation with tie correction)."""
     fast = mwu_exact_p(a, b, alternative)
     if fast is not None:
         return fast
+    if a.size + b.size <= ranks.EXACT_MAX:
+        return ranks.mwu_tied_p(a, b, alternative)
     exact = max(a.size, b.size) <= _EXACT_MAX_N and not _has_ties(np.concatenate([a, b]))
     method = "exact" if exact else "asymptotic"
     res = stats.mannwhitneyu(b, a, alternative=alternative, method=method)
@@ -75,13 +79,16 @@ def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "tw
 
 def signed_rank_p(d: NDArray[np.float64], alternative: str = "two-sided") -> float:
     """Wilcoxon signed-rank p-value of within-block log ratios (zeros dropped, as Wilcoxon did):
-    exact without ties up to 400 pairs, else scipy's normal approximation with tie correction."""
+    exact without ties up to 400 pairs, exact with ties up to 100 (stats.ranks), else scipy's
+    normal approximation with tie correction."""
     nz = d[d != 0]
     if nz.size == 0:
         return 1.0
     fast = signed_rank_exact_p(nz, alternative)
     if fast is not None:
         return fast
+    if nz.size <= ranks.EXACT_MAX:
+        return ranks.signed_rank_tied_p(nz, alternative)
     exact = nz.size <= _EXACT_MAX_N and not _has_ties(np.abs(nz))
     method = "exact" if exact else "approx"
     res = stats.wilcoxon(nz, alternative=alternative, method=method, zero_method="wilcox")
@@ -96,11 +103,14 @@ def unpaired_shift(
     k = mwu_lower_count(m, n, alpha)
     lo = float(diffs[k - 1]) if k >= 1 else None
     hi = float(diffs[m * n - k]) if k >= 1 else None
+    p_value = mwu_p(log_a, log_b)
+    estimate = float(np.median(diffs))
+    lo, hi = ranks.agree_at_zero(lo, hi, estimate, diffs, p_value <= alpha)
     return ShiftEstimate(
-        estimate=float(np.median(diffs)),
+        estimate=estimate,
         ci_low=lo,
         ci_high=hi,
-        p_value=mwu_p(log_a, log_b),
+        p_value=p_value,
         min_p=min_p_unpaired(m, n),
         test="mann-whitney u",
         n=min(m, n),
@@ -118,11 +128,14 @@ def paired_shift(d: NDArray[np.float64], alpha: float) -> ShiftEstimate:
     k = signed_rank_lower_count(n, alpha)
     lo = float(w[k - 1]) if k >= 1 else None
     hi = float(w[w.size - k]) if k >= 1 else None
+    p_value = signed_rank_p(d)
+    estimate = float(np.median(w))
+    lo, hi = ranks.agree_at_zero(lo, hi, estimate, w, p_value <= alpha)
     return ShiftEstimate(
-        estimate=float(np.median(w)),
+        estimate=estimate,
         ci_low=lo,
         ci_high=hi,
-        p_value=signed_rank_p(d),
+        p_value=p_value,
         min_p=min_p_paired(int(np.count_nonzero(d))),
         test="wilcoxon signed-rank (paired, log ratios)",
         n=n,

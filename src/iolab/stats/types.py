@@ -85,10 +85,10 @@ class MetricComparison:
     paired: bool
     n_pairs: int | None  # pairs actually used when paired, else None
     change_pct: float | None  # Hodges–Lehmann estimate on log values, as % of A
-    ci_low_pct: float | None  # (1 - alpha) distribution-free CI of change_pct
+    ci_low_pct: float | None  # distribution-free CI of change_pct at `ci_level`
     ci_high_pct: float | None
     p_value: float | None  # two-sided; Wilcoxon signed-rank (paired) or Mann–Whitney U
-    p_adjusted: float | None  # KPIs: = p_value; secondary: Holm/BH-adjusted across the table
+    p_adjusted: float | None  # after the table's multiplicity correction (docs/statistics.md)
     test: str  # "wilcoxon signed-rank (paired, log ratios)" | "mann-whitney u" | "none"
     verdict: Verdict
     margin_pct: float  # the equivalence margin used for "no change" (± this many %)
@@ -96,6 +96,10 @@ class MetricComparison:
     min_p_value: float | None  # smallest p the test can reach at this n (warns when > alpha)
     runs_needed: int | None  # estimated extra runs PER SIDE to settle an inconclusive verdict
     warnings: tuple[str, ...] = ()
+    # Confidence of the interval: 1 - alpha * p_value / p_adjusted, the level this row's test
+    # is judged at after the correction, so the interval excludes 0 exactly when it rejects.
+    ci_level: float | None = None
+    same_as: str | None = None  # a KPI proportional to this one (iops and bw_bytes): one test
 
     @property
     def n_a(self) -> int:
