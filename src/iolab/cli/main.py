@@ -22,6 +22,7 @@ _COMMANDS = {
     "cleanup": "cleanup_cmd",
     "compare": "compare_cmd",
     "ab": "ab_cmd",
+    "export": "export_cmd",
 }
 
 

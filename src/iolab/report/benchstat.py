@@ -4,7 +4,10 @@ change and (p=… n=…), or `~` when there is no significant change.
 
 `± x%` is the half-width of the median's distribution-free confidence interval relative to
 the median (∞ when n is too small, with a footnote); the change and p are iolab's (paired
-when the samples are).  Warnings become numbered footnotes under the table.
+when the samples are), and `p=` is the ADJUSTED p (after the table's correction), where
+benchstat prints each metric's raw p.  This is benchstat's layout, not its input: raw samples
+for benchstat itself come from `iolab export` (report.gobench).  Warnings become numbered
+footnotes under the table.
 """
 
 from __future__ import annotations

@@ -1,0 +1,41 @@
+"""`iolab export SELECTOR`: the raw samples a selector names, in Go's benchmark format
+(docs/compare.md, "Exporting samples"), for benchstat and other Go-format tools."""
+
+from __future__ import annotations
+
+import click
+
+from iolab.report import gobench
+from iolab.select import parse_selector, resolve
+from iolab.store import open_store
+
+
+@click.command("export")
+@click.argument("selector", metavar="SELECTOR")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="GLOB",
+    help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(["gobench"]),
+    default="gobench",
+    show_default=True,
+    help="Go's benchmark format: one `BenchmarkIolab… 1 VALUE METRIC …` line per sample.",
+)
+@click.pass_context
+def command(ctx: click.Context, selector: str, metrics: tuple[str, ...], format_name: str) -> None:
+    """Write the samples SELECTOR names (run:ID, label:NAME, tag:K=V, …) to standard output,
+    e.g. `iolab export label:old > old.txt; iolab export label:new > new.txt;
+    benchstat old.txt new.txt`."""
+    sel = parse_selector(selector)
+    store = open_store(ctx.obj.get("db") if ctx.obj else None, must_exist=True)
+    try:
+        samples = resolve(store, sel, metrics=False)
+    finally:
+        store.close()
+    click.echo(gobench.render(samples, selector, metrics), nl=False)
