@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from iolab.model.result import Histogram, Result
+from iolab.model.result import Result
 from iolab.model.sample import Sample
 
 RESULT_LEVEL = ""
@@ -72,43 +72,49 @@ def sample_from_result(result: Result, run_id: int) -> Sample:
     )
 
 
+_METRIC_COLUMNS = ("sample_id", "job", "name", "value")
+_HISTOGRAM_COLUMNS = ("sample_id", "job", "name", "bin", "count")
+
+
 def metric_rows(sample_id: int, sample: Sample) -> list[dict[str, Any]]:
     """Rows for `metrics`; NaN is not a measurement and is left out."""
-    rows = _metric_rows(sample_id, RESULT_LEVEL, sample.metrics)
-    for job, metrics in sample.job_metrics.items():
-        rows.extend(_metric_rows(sample_id, _job(job), metrics))
-    return rows
+    return [
+        dict(zip(_METRIC_COLUMNS, row, strict=True)) for row in metric_tuples(sample_id, sample)
+    ]
 
 
 def histogram_rows(sample_id: int, sample: Sample) -> list[dict[str, Any]]:
-    rows = _histogram_rows(sample_id, RESULT_LEVEL, sample.histograms)
-    for job, hists in sample.job_histograms.items():
-        rows.extend(_histogram_rows(sample_id, _job(job), hists))
-    return rows
+    return [
+        dict(zip(_HISTOGRAM_COLUMNS, row, strict=True))
+        for row in histogram_tuples(sample_id, sample)
+    ]
+
+
+def metric_tuples(sample_id: int, sample: Sample) -> Iterator[tuple[int, str, str, float]]:
+    """The rows of `metric_rows` as (sample_id, job, name, value), for bulk inserts."""
+    levels = [(RESULT_LEVEL, sample.metrics)]
+    levels.extend((_job(job), metrics) for job, metrics in sample.job_metrics.items())
+    for job, metrics in levels:
+        for name, value in metrics.items():
+            number = float(value)
+            if not math.isnan(number):
+                yield sample_id, job, name, number
+
+
+def histogram_tuples(sample_id: int, sample: Sample) -> Iterator[tuple[int, str, str, float, int]]:
+    """The rows of `histogram_rows` as (sample_id, job, name, bin, count)."""
+    levels = [(RESULT_LEVEL, sample.histograms)]
+    levels.extend((_job(job), hists) for job, hists in sample.job_histograms.items())
+    for job, hists in levels:
+        for name, hist in hists.items():
+            for b, c in hist.items():
+                yield sample_id, job, name, float(b), int(c)
 
 
 def _job(name: str) -> str:
     if name == RESULT_LEVEL:
         raise ValueError("a job name must not be empty: '' is the result level")
     return name
-
-
-def _metric_rows(sample_id: int, job: str, metrics: Mapping[str, float]) -> list[dict[str, Any]]:
-    return [
-        {"sample_id": sample_id, "job": job, "name": name, "value": float(value)}
-        for name, value in metrics.items()
-        if not math.isnan(float(value))
-    ]
-
-
-def _histogram_rows(
-    sample_id: int, job: str, hists: Mapping[str, Histogram]
-) -> list[dict[str, Any]]:
-    return [
-        {"sample_id": sample_id, "job": job, "name": name, "bin": float(b), "count": int(c)}
-        for name, hist in hists.items()
-        for b, c in hist.items()
-    ]
 
 
 def fill_metrics(

@@ -95,9 +95,7 @@ class RunTagRow(Base):
     __tablename__ = "run_tags"
     __table_args__ = (Index("ix_run_tags_key_value", "key", "value"),)
 
-    run_id: Mapped[int] = mapped_column(
-        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
 

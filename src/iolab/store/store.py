@@ -9,13 +9,13 @@ in a few set-based queries, never one query per sample.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, and_, case, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, case, delete, exists, func, insert, select, update
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -151,8 +151,9 @@ class Store:
             run_id = self._insert_run(
                 session, "import", label, tags, None, None, None, socket.gethostname(), None
             )
-            for result in results:
-                self._insert_sample(session, convert.sample_from_result(result, run_id))
+            self._insert_samples(
+                session, [convert.sample_from_result(result, run_id) for result in results]
+            )
             session.execute(
                 update(RunRow)
                 .where(RunRow.id == run_id)
@@ -212,28 +213,36 @@ class Store:
         return row.id
 
     @staticmethod
+    def _insert_samples(session: Session, samples: Sequence[Sample]) -> list[int]:
+        """Many samples in few statements: one multi-row INSERT … RETURNING for the samples,
+        then their metrics and bins in batches of executemany.  Core inserts, not the ORM's
+        unit of work: the per-row bookkeeping of ORM bulk inserts was most of an import's
+        time (bench/import_speed.py)."""
+        for sample in samples:
+            if sample.status not in SAMPLE_STATUSES:
+                raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
+        conn = session.connection()
+        ids: list[int] = []
+        for chunk in _batches(samples, _SAMPLE_BATCH):
+            returned = conn.execute(
+                insert(SampleRow).returning(SampleRow.id, sort_by_parameter_order=True),
+                [_sample_values(sample) for sample in chunk],
+            )
+            ids.extend(int(row[0]) for row in returned)
+        metrics = _BulkRows(conn, "metrics", ("sample_id", "job", "name", "value"))
+        bins = _BulkRows(conn, "histograms", ("sample_id", "job", "name", "bin", "count"))
+        for sample_id, sample in zip(ids, samples, strict=True):
+            metrics.extend(convert.metric_tuples(sample_id, sample))
+            bins.extend(convert.histogram_tuples(sample_id, sample))
+        metrics.flush()
+        bins.flush()
+        return ids
+
+    @staticmethod
     def _insert_sample(session: Session, sample: Sample) -> int:
         if sample.status not in SAMPLE_STATUSES:
             raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
-        row = SampleRow(
-            run_id=sample.run_id,
-            variant=sample.variant,
-            cell=dict(sample.cell),
-            cell_key=convert.cell_key(sample.cell),
-            block=sample.block,
-            position=sample.position,
-            status=sample.status,
-            reason=sample.reason,
-            tool=sample.tool,
-            tool_version=sample.tool_version,
-            format=sample.format,
-            source=sample.source,
-            caption=sample.caption,
-            started_at=sample.started_at,
-            finished_at=sample.finished_at,
-            provenance=dict(sample.provenance),
-            jobs=list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
-        )
+        row = SampleRow(**_sample_values(sample))
         session.add(row)
         session.flush()
         metric_rows = convert.metric_rows(row.id, sample)
@@ -494,3 +503,61 @@ def _sample(row: SampleRow, label: str | None, with_jobs: bool) -> Sample:
         job_metrics={job: {} for job in row.jobs} if with_jobs else {},
     )
 
+
+_SAMPLE_BATCH = 500  # samples per INSERT … RETURNING
+
+
+class _BulkRows:
+    """Rows for one table sent with the driver's executemany in batches: plain tuples and one
+    prepared statement, without SQLAlchemy's per-row parameter processing (the columns are
+    plain numbers and strings, nothing to convert)."""
+
+    def __init__(self, conn: Connection, table: str, columns: tuple[str, ...]) -> None:
+        style = conn.dialect.paramstyle
+        if style not in ("qmark", "format", "pyformat"):
+            raise ValueError(f"unsupported DB-API paramstyle {style!r}")
+        marks = ", ".join(["?" if style == "qmark" else "%s"] * len(columns))
+        self.sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+        self.conn = conn
+        self.rows: list[tuple[Any, ...]] = []
+
+    def extend(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        self.rows.extend(rows)
+        if len(self.rows) >= _ROW_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.conn.exec_driver_sql(self.sql, self.rows)
+            self.rows = []
+
+
+_ROW_BATCH = 20_000  # metric or bin rows per executemany (bounded memory)
+
+
+def _batches(items: Sequence[Sample], size: int) -> Iterator[Sequence[Sample]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _sample_values(sample: Sample) -> dict[str, Any]:
+    """The `samples` row of a sample, as column → value (what _insert_sample stores)."""
+    return {
+        "run_id": sample.run_id,
+        "variant": sample.variant,
+        "cell": dict(sample.cell),
+        "cell_key": convert.cell_key(sample.cell),
+        "block": sample.block,
+        "position": sample.position,
+        "status": sample.status,
+        "reason": sample.reason,
+        "tool": sample.tool,
+        "tool_version": sample.tool_version,
+        "format": sample.format,
+        "source": sample.source,
+        "caption": sample.caption,
+        "started_at": sample.started_at,
+        "finished_at": sample.finished_at,
+        "provenance": dict(sample.provenance),
+        "jobs": list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
+    }

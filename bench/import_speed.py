@@ -1,0 +1,151 @@
+"""Import of many fio JSON files against a floor: json.loads + inserting the same rows into
+SQLite with iolab's schema, measured in one session (issue 13: ≤ 1.3× the floor).
+
+The files are copies of real fio 3.33 JSON outputs of this repository (tests/data/fio-3.33/out,
+tests/data/fio-repeats/out), cycled to N files in a temporary directory.  Three timings:
+
+- floor: read + `json.loads` every file, then insert the rows iolab stores for them (one run,
+  one sample per result, its metrics and histogram bins — computed beforehand with iolab's own
+  parser, outside the timing) with sqlite3 `executemany` in one transaction into a database
+  created with iolab's schema.  Nothing can import faster than this without skipping work.
+- iolab: `iolab import --label bench FILE…` as a user runs it (a new process: its start-up
+  and imports are included), into a fresh database.
+- ratio = iolab / floor.  Rounds alternate floor and iolab; the medians are reported.
+
+    .venv/bin/python bench/import_speed.py --files 10000 --rounds 3
+
+Leaves nothing behind (the temporary directory is removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from iolab.errors import IolabError
+from iolab.ingest.detect import parse_source
+from iolab.model.result import Result
+from iolab.store import convert, open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted(
+    [
+        *(ROOT / "tests" / "data" / "fio-3.33" / "out").glob("*.json"),
+        *(ROOT / "tests" / "data" / "fio-repeats" / "out").glob("*.json"),
+    ]
+)
+
+
+def make_files(directory: Path, count: int) -> list[Path]:
+    usable = []
+    for src in SOURCES:
+        try:
+            parse_source(str(src))
+        except IolabError:  # an error fixture (fio reported an error)
+            continue
+        usable.append(src)
+    files = []
+    for i, src in zip(range(count), itertools.cycle(usable), strict=False):
+        dst = directory / f"{i:05d}.json"
+        shutil.copyfile(src, dst)
+        files.append(dst)
+    return files
+
+
+Rows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def rows_for(results: list[Result]) -> Rows:
+    """The sample, metric and histogram rows iolab stores for `results` (ids from 1)."""
+    samples: list[tuple[Any, ...]] = []
+    metrics: list[tuple[Any, ...]] = []
+    bins: list[tuple[Any, ...]] = []
+    for sample_id, result in enumerate(results, start=1):
+        sample = convert.sample_from_result(result, 1)
+        head = (sample_id, 1, None, "{}", "", None, None, "ok", None, sample.tool)
+        tail = (sample.tool_version, sample.format, sample.source, sample.caption, None, None)
+        jsons = (json.dumps(sample.provenance), json.dumps(list(sample.job_metrics)))
+        samples.append((*head, *tail, *jsons))
+        metrics.extend(convert.metric_tuples(sample_id, sample))
+        bins.extend(convert.histogram_tuples(sample_id, sample))
+    return samples, metrics, bins
+
+
+def floor_once(files: list[Path], db: Path, rows: Rows) -> float:
+    samples, metrics, bins = rows
+    start = time.perf_counter()
+    for path in files:
+        json.loads(path.read_bytes())
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA foreign_keys=ON")
+    with con:
+        con.execute(
+            "INSERT INTO runs (id, kind, label, status, created_at, meta) "
+            "VALUES (1, 'import', 'bench', 'running', '2026-01-01', '{}')"
+        )
+        con.executemany(f"INSERT INTO samples VALUES ({','.join('?' * 18)})", samples)
+        con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", metrics)
+        con.executemany("INSERT INTO histograms VALUES (?, ?, ?, ?, ?)", bins)
+        con.execute("UPDATE runs SET status = 'finished' WHERE id = 1")
+    con.close()
+    return time.perf_counter() - start
+
+
+def fresh_store(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    store = open_store(str(path))
+    store.close()
+
+
+def iolab_once(files: list[Path], db: Path) -> float:
+    iolab = str(Path(sys.executable).parent / "iolab")
+    start = time.perf_counter()
+    subprocess.run(
+        [iolab, "--db", str(db), "import", "--label", "bench", *map(str, files)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="iolab-import-bench.") as tmp:
+        work = Path(tmp)
+        (work / "in").mkdir()
+        files = make_files(work / "in", args.files)
+        results = [r for f in files for r in parse_source(str(f))]
+        rows = rows_for(results)
+        print(
+            f"{len(files)} files, {len(results)} results, {len(rows[1])} metric rows, "
+            f"{len(rows[2])} histogram rows"
+        )
+        floors, iolabs = [], []
+        for _ in range(args.rounds):
+            db = work / "floor.db"
+            fresh_store(db)
+            floors.append(floor_once(files, db, rows))
+            db = work / "iolab.db"
+            db.unlink(missing_ok=True)
+            iolabs.append(iolab_once(files, db))
+            print(f"  floor {floors[-1]:.2f} s   iolab import {iolabs[-1]:.2f} s")
+        floor, ours = statistics.median(floors), statistics.median(iolabs)
+        print(f"median: floor {floor:.2f} s, iolab import {ours:.2f} s, ratio {ours / floor:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
