@@ -69,7 +69,7 @@ def test_p_values_agree_with_scipy(alternative: str) -> None:
 
 
 def test_p_values_with_ties_fall_back_to_scipy_above_the_exact_size() -> None:
-    """Small samples with ties are exact (tests/test_stats_exact.py); above 100 values in all
+    """Small samples with ties are exact (tests/test_stats_exact.py); above 60 values in all
     the normal approximation with tie correction is scipy's."""
     a = np.repeat(np.array([1.0, 2, 2, 3, 4, 5, 5, 6]), 8)
     b = a + 1.0

@@ -64,7 +64,7 @@ def _has_ties(x: NDArray[np.float64]) -> bool:
 
 def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "two-sided") -> float:
     """Mann–Whitney U p-value of B against A: exact without ties (m*n <= 10^4), exact with ties
-    up to 100 values in all (stats.ranks), else scipy (exact up to 50 per side without ties,
+    up to 60 values in all (stats.ranks), else scipy (exact up to 50 per side without ties,
     normal approximation with tie correction)."""
     fast = mwu_exact_p(a, b, alternative)
     if fast is not None:
@@ -79,7 +79,7 @@ def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "tw
 
 def signed_rank_p(d: NDArray[np.float64], alternative: str = "two-sided") -> float:
     """Wilcoxon signed-rank p-value of within-block log ratios (zeros dropped, as Wilcoxon did):
-    exact without ties up to 400 pairs, exact with ties up to 100 (stats.ranks), else scipy's
+    exact without ties up to 400 pairs, exact with ties up to 60 (stats.ranks), else scipy's
     normal approximation with tie correction."""
     nz = d[d != 0]
     if nz.size == 0:
