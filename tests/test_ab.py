@@ -128,7 +128,7 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
     assert first.returncode == 0, first.stderr
     refused = {
         ("--resume", "1"): "iolab: run 1 has spent its budget of 2 blocks; "
-        "give --max-runs above 2 to continue it",
+        "give --max-blocks above 2 to continue it",
         ("--resume", "1", "--margin", "2", "--tag", "k=v"): "iolab: --margin, --tag: "
         "run 1 keeps its own",
         ("--resume", "1", str(plan)): "iolab: give either PLAN or --resume RUN, not both",
@@ -142,7 +142,7 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
         "iolab: run 1 is an ab run, not a lab run; `iolab ab --resume 1` continues it"
     )
 
-    done = iolab(lab, "ab", "--resume", "1", "--max-runs", "4", "--format", "json")
+    done = iolab(lab, "ab", "--resume", "1", "--max-blocks", "4", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert "ab run 1 resumed at block 3 (blocks 1-2 replayed)" in done.stderr
     assert "block   3" in done.stderr and "block   1 " not in done.stderr

@@ -13,9 +13,9 @@ import pytest
 
 from iolab.errors import IngestError
 from iolab.ingest import fio_json
-from iolab.ingest.aggregate import histogram_percentiles
 from iolab.model.metrics import percentile_name
 from iolab.model.result import Result
+from iolab.stats.bins import histogram_percentiles
 
 DATA = Path(__file__).parent / "data"
 # fio-3.33, fio-2.16, fio-2.21 (when built), fio-json-extra: every directory with outputs

@@ -135,3 +135,23 @@ def test_blank_device_passes(loop: str) -> None:
 def test_not_a_block_device(tmp_path: Path) -> None:
     with pytest.raises(RefusedError, match="not a block device"):
         safety.check_device(str(tmp_path))
+
+
+@pytest.mark.parametrize("command", ["run", "ab"])
+def test_refused_run_leaves_no_run(tmp_path: Path, loop: str, command: str) -> None:
+    """Preflight comes before the run is created: a device target that fails the safety
+    rules (here: mounted) is refused, and neither `run` nor `ab` leaves a run behind."""
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", loop, str(mnt)], check=True)
+    plan = plan_on(tmp_path, loop)
+    plan.write_text(
+        plan.read_text()
+        + "variants:\n  a: {}\n  b: {knobs: {vm.dirty_ratio: 30}}\nbaseline: a\n"
+    )
+    proc = run_cli(tmp_path, command, "-q", "--destroy-data", str(plan))
+    assert proc.returncode == EXIT_REFUSED, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "mounted on" in proc.stderr
+    with open_store(str(tmp_path / "s.db")) as store:
+        assert store.runs() == []

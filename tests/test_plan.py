@@ -70,7 +70,7 @@ def test_fsync_example_variants_differ_only_in_sync_option() -> None:
     assert fsync.filesystem == fdatasync.filesystem
     assert fsync.filesystem is not None
     assert fsync.filesystem.mkfs_options == ("-m", "1", "-b", "4096")
-    assert fsync.filesystem.mount_options == "noatime,nodiratime,data=ordered"
+    assert fsync.filesystem.mount_options == ("noatime", "nodiratime", "data=ordered")
     assert set(fsync.monitors) == {"jbd2", "diskstats", "vmstat", "hist"}
     warm = fsync.prepare.warmup
     assert warm is not None and "runtime=1s" in (warm.fio_text or "")
@@ -104,9 +104,9 @@ def test_nodelalloc_example_uses_xfs_io_argv() -> None:
     argv = plan.cases[0].workload.argv
     assert argv == ("xfs_io", "-f", "-c", "pwrite -W 0 128M", "{mnt}/testfile")
     assert [c.filesystem.mount_options for c in plan.cases if c.filesystem] == [
-        "",
-        "nodelalloc",
-        "nodelalloc,dioread_nolock",
+        (),
+        ("nodelalloc",),
+        ("nodelalloc", "dioread_nolock"),
     ]
 
 

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
+from iolab.analysis.build import Options, by_report, pair_report
+from iolab.analysis.select import parse_selector
 from iolab.cli.main import cli
 from iolab.model.result import Result as ToolResult
 from iolab.model.sample import Sample
 from iolab.report import FORMATS, RenderOptions, fmt, render
-from iolab.report.build import Options, by_report, pair_report
 from iolab.report.lkp import lkp_number
-from iolab.select import parse_selector
 from iolab.store import open_store
 
 EPS = [-0.005, -0.004, -0.003, -0.002, -0.001, 0.001, 0.002, 0.003, 0.004, 0.005]

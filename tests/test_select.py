@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from iolab.analysis.select import Selector, parse_selector
 from iolab.errors import SelectorError
-from iolab.select import Selector, parse_selector
 
 
 @pytest.mark.parametrize(

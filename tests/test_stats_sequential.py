@@ -151,7 +151,7 @@ def test_larger_budget_adds_smaller_stakes() -> None:
 def test_progress_shows_an_unbounded_side_as_such() -> None:
     """Early on the interval sits at the searched range's edge; the progress line must not
     print that edge as if it were a measured bound."""
-    from iolab.cli.ab_loop import interval_text
+    from iolab.cli.progress import interval_text
     from iolab.report.fmt import ci
 
     seq = SequentialDecision("write.iops", max_blocks=200)

@@ -1,55 +1,32 @@
-"""`iolab ab PLAN`: adaptive A/B — randomized blocks of the plan's variants with the lab
-runner (the same `LabSession` as `iolab run`), a sequential decision per KPI after every
-block, and a stop as soon as every KPI has a verdict or the budget is spent.
-
-Every sample is stored in a run of kind "ab"; the final report is `iolab compare`'s with the
-KPI verdicts and intervals of the sequential test (iolab.stats.sequential explains why
-they stay valid although we looked after every block).
-"""
+"""`iolab ab PLAN` / `iolab ab --resume RUN`: the adaptive A/B of `iolab.ab.run`, with its
+progress on stderr and its final report (`iolab compare`'s, with the sequential verdicts) on
+stdout."""
 
 from __future__ import annotations
 
-import re
 import sys
-from dataclasses import dataclass
 
 import click
 from click.core import ParameterSource
 from rich.console import Console
 
-from iolab.cli.ab_contrasts import Contrast, all_decided, contrasts, replay
-from iolab.cli.ab_loop import run_blocks
-from iolab.cli.options import ci_option, margin_option, parse_tags
-from iolab.cli.resume import check_plan_or_resume, resumed_plan
-from iolab.errors import EXIT_INTERRUPTED, IolabError, LabError, PlanError, SelectorError
-from iolab.lab import runner
+from iolab import ab
+from iolab.ab.run import DEFAULT_MAX_BLOCKS
+from iolab.cli.options import (
+    check_levels,
+    check_plan_or_resume,
+    ci_option,
+    margin_option,
+    parse_duration,
+    parse_tags,
+    profile_of,
+    store_location,
+)
+from iolab.cli.progress import AbReporter
+from iolab.cli.render import FORMAT_NAMES, emit
+from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.plan import load_plan
-from iolab.plan.model import Plan
-from iolab.report import FORMATS
-from iolab.report.build import Options, by_report, sequential_key, with_sequential
-from iolab.select import Selector
 from iolab.store import open_store
-from iolab.store.store import Store
-
-from .compare_cmd import check_levels, emit
-
-# blocks when --max-runs is not given: what a 3% effect at ~10% CV needs here (docs/compare.md)
-DEFAULT_MAX_BLOCKS = 200
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """`90`, `90s`, `10m`, `1.5h` → seconds."""
-    m = _DURATION.match(text)
-    if not m:
-        raise IolabError(f"--max-time {text!r}: expected a duration such as 90s, 10m or 1h")
-    scale = {"m": 60.0, "min": 60.0, "h": 3600.0}.get(m.group(2) or "s", 1.0)
-    seconds = float(m.group(1)) * scale
-    if seconds <= 0:
-        raise IolabError(f"--max-time {text!r}: must be positive")
-    return seconds
-
 
 # options that define a run's test: a resumed run keeps its own
 _RUN_OPTIONS = {
@@ -62,74 +39,6 @@ _RUN_OPTIONS = {
 }
 
 
-@dataclass
-class AbSetup:
-    """What the blocks to come run under: a new run, or a resumed one."""
-
-    plan: Plan
-    run_id: int
-    seed: int
-    items: list[Contrast]
-    alpha: float
-    margin: float
-    budget: int
-    first_block: int
-
-
-def new_run(
-    store: Store,
-    plan: Plan,
-    alpha: float,
-    margin: float,
-    budget: int,
-    max_time_s: float | None,
-    label: str | None,
-    tags: dict[str, str],
-) -> AbSetup:
-    items = contrasts(plan, alpha, margin, budget, budget)
-    run_id, seed = runner.start_run(store, plan, label=label, tags=tags, kind="ab")
-    store.update_run_meta(
-        run_id,
-        {
-            "ab": {
-                "alpha": alpha,
-                "margin_pct": margin,
-                "max_blocks": budget,
-                "stake_blocks": budget,
-                "max_time_s": max_time_s,
-            }
-        },
-    )
-    return AbSetup(plan, run_id, seed, items, alpha, margin, budget, 1)
-
-
-def resumed_run(
-    store: Store, run_id: int, max_runs: int | None, max_time_s: float | None
-) -> AbSetup:
-    """Rebuild the run's decisions from its stored blocks; go on where it stopped."""
-    plan, seed = resumed_plan(store, run_id, "ab")
-    recorded = store.run(run_id).meta.get("ab") or {}
-    try:
-        alpha = float(recorded["alpha"])
-        margin = float(recorded["margin_pct"])
-        stake_blocks = int(recorded.get("stake_blocks", recorded["max_blocks"]))
-        budget = max_runs if max_runs is not None else int(recorded["max_blocks"])
-    except (KeyError, TypeError, ValueError):
-        raise IolabError(f"run {run_id} has no recorded ab settings; cannot resume it") from None
-    items = contrasts(plan, alpha, margin, budget, stake_blocks)
-    last = replay(store, run_id, items)
-    if last >= budget and not all_decided(items):
-        raise IolabError(
-            f"run {run_id} has spent its budget of {budget} blocks; "
-            f"give --max-runs above {last} to continue it"
-        )
-    store.finish_run(run_id, "running")
-    store.update_run_meta(
-        run_id, {"ab": {**recorded, "max_blocks": budget, "max_time_s": max_time_s}}
-    )
-    return AbSetup(plan, run_id, seed, items, alpha, margin, budget, last + 1)
-
-
 @click.command("ab")
 @click.argument("plan_path", metavar="[PLAN]", required=False)
 @click.option(
@@ -139,7 +48,7 @@ def resumed_run(
     default=None,
     metavar="RUN",
     help="Continue ab run RUN (after Ctrl-C, a time limit or a spent budget) with its own "
-    "plan, seed, alpha, margin and stakes; --max-runs then counts all its blocks.",
+    "plan, seed, alpha, margin and stakes; --max-blocks then counts all its blocks.",
 )
 @click.option("--quick", is_flag=True, help="Use the plan's `quick` profile.")
 @click.option("--profile", default=None, metavar="NAME", help="Use one of the plan's profiles.")
@@ -152,14 +61,15 @@ def resumed_run(
     help="False-alarm rate per KPI, kept despite looking after every block.",
 )
 @click.option(
+    "--max-blocks",
     "--max-runs",
-    "max_runs",
+    "max_blocks",
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
     help=f"At most N blocks (each runs every variant once in every cell; default "
     f"{DEFAULT_MAX_BLOCKS}, or a resumed run's own); the test's stakes are sized so that "
-    "effects resolvable within N blocks can be decided.",
+    "effects resolvable within N blocks can be decided.  --max-runs is an older name.",
 )
 @click.option(
     "--max-time",
@@ -176,7 +86,7 @@ def resumed_run(
 @click.option(
     "--format",
     "format_name",
-    type=click.Choice(list(FORMATS)),
+    type=click.Choice(FORMAT_NAMES),
     default="table",
     show_default=True,
     help="Format of the final report.",
@@ -193,7 +103,7 @@ def command(
     profile: str | None,
     margin: float,
     alpha: float,
-    max_runs: int | None,
+    max_blocks: int | None,
     max_time: str | None,
     label: str | None,
     tags: tuple[str, ...],
@@ -216,117 +126,64 @@ def command(
         if given:
             raise IolabError(f"{', '.join(given)}: run {resume} keeps its own")
     check_levels(alpha, margin)
-    if quick and profile and profile != "quick":
-        raise IolabError("--quick and --profile name different profiles")
+    profile = profile_of(quick, profile)
     max_time_s = parse_duration(max_time) if max_time is not None else None
     tag_map = parse_tags(tags)
-    plan: Plan | None = None
+    plan = None
     if plan_path is not None:
-        plan = load_plan(plan_path, "quick" if quick else profile)
-        if len(plan.variants) < 2:
-            raise PlanError(f"{plan_path}: `iolab ab` needs a plan with at least two variants")
-        if not plan.kpis:
-            raise PlanError(f"{plan_path}: `iolab ab` needs kpis: the metrics to decide on")
-        if not contrasts(plan, alpha, margin, 1, 1):
-            raise PlanError(f"{plan_path}: no matrix cell holds the baseline and another variant")
+        plan = load_plan(plan_path, profile)
+        ab.run.check_plan(plan)
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
-    db = ctx.obj.get("db") if ctx.obj else None
-    store = open_store(db, must_exist=resume is not None)
-    try:
+    with open_store(store_location(ctx), must_exist=resume is not None) as store:
         if plan is not None:
-            budget = max_runs if max_runs is not None else DEFAULT_MAX_BLOCKS
-            setup = new_run(store, plan, alpha, margin, budget, max_time_s, label, tag_map)
-            opening = f"ab run {setup.run_id}"
+            setup = ab.run.start(
+                store,
+                plan,
+                alpha=alpha,
+                margin_pct=margin,
+                max_blocks=max_blocks,
+                max_time_s=max_time_s,
+                label=label,
+                tags=tag_map,
+                destroy_data=destroy_data,
+            )
+            opening = f"ab run {setup.run.run_id}"
         else:
             assert resume is not None
-            setup = resumed_run(store, resume, max_runs, max_time_s)
+            setup = ab.run.resume(
+                store,
+                resume,
+                max_blocks=max_blocks,
+                max_time_s=max_time_s,
+                destroy_data=destroy_data,
+            )
             opening = (
-                f"ab run {setup.run_id} resumed at block {setup.first_block} "
+                f"ab run {resume} resumed at block {setup.first_block} "
                 f"(blocks 1-{setup.first_block - 1} replayed)"
             )
-        plan, run_id, items = setup.plan, setup.run_id, setup.items
+        plan = setup.run.plan
         if not quiet:
             console.print(
                 f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
-                f"{len(items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
-                f"{setup.budget} blocks{f' or {max_time}' if max_time else ''}, "
-                f"seed {setup.seed}",
+                f"{len(setup.items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
+                f"{setup.settings.max_blocks} blocks{f' or {max_time}' if max_time else ''}, "
+                f"seed {setup.run.seed}",
                 highlight=False,
             )
-        status, why, interrupted = "failed", "", False
-        try:
-            status, why = run_blocks(
-                store,
-                plan,
-                run_id,
-                setup.seed,
-                items,
-                first_block=setup.first_block,
-                max_blocks=setup.budget,
-                max_time_s=max_time_s,
-                destroy_data=destroy_data,
-                console=console,
-                quiet=quiet,
-            )
-        except KeyboardInterrupt:
-            status, why, interrupted = "interrupted", "interrupted", True
-        finally:
-            store.finish_run(run_id, status)
-        states = {
-            sequential_key(c.cell, str(c.baseline.variant), str(c.other.variant)): [
-                d.finish(why) if d.state is None or not d.state.done else d.state
-                for d in c.decisions.values()
-            ]
-            for c in items
-        }
-        store.update_run_meta(
-            run_id,
-            {
-                "ab_result": {
-                    "stopped": why,
-                    "states": [
-                        {
-                            "comparison": c.title,
-                            "kpi": s.name,
-                            "verdict": s.verdict,
-                            "blocks": s.n_blocks,
-                            "estimate_pct": s.estimate_pct,
-                            "ci_low_pct": s.ci_low_pct,
-                            "ci_high_pct": s.ci_high_pct,
-                        }
-                        for c in items
-                        for s in states[
-                            sequential_key(c.cell, str(c.baseline.variant), str(c.other.variant))
-                        ]
-                    ],
-                }
-            },
-        )
-        if not quiet:
-            console.print(f"ab run {run_id} {status}: {why}", highlight=False)
-        baseline = plan.baseline or plan.variants[0]
-        try:
-            report = by_report(
-                store,
-                Selector(f"run:{run_id}", run_id=run_id),
-                "variant",
-                baseline,
-                Options(alpha=setup.alpha, margin_pct=setup.margin),
-            )
-        except SelectorError:
-            if interrupted:
-                click.echo(f"iolab: ab run {run_id} interrupted before a block ended", err=True)
-                sys.exit(EXIT_INTERRUPTED)
-            raise LabError(f"ab run {run_id}: no block measured both variants") from None
-        report = with_sequential(report, states)
-    finally:
-        store.close()
-    if interrupted:
-        emit(report, format_name, show_all, False)
+        with AbReporter(console, quiet) as reporter:
+            result = ab.run.run(setup, reporter, destroy_data=destroy_data)
+    run_id = result.run_id
+    if not quiet:
+        console.print(f"ab run {run_id} {result.status}: {result.stopped}", highlight=False)
+    if result.report is None:
+        click.echo(f"iolab: ab run {run_id} interrupted before a block ended", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if result.interrupted:
+        emit(result.report, format_name, show_all, False)
         click.echo(
             f"iolab: ab run {run_id} interrupted, machine restored; "
             f"`iolab ab --resume {run_id}` continues it",
             err=True,
         )
         sys.exit(EXIT_INTERRUPTED)
-    emit(report, format_name, show_all, ci)
+    emit(result.report, format_name, show_all, ci)

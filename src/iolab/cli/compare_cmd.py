@@ -2,43 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-
 import click
 
-from iolab.cli.options import ci_option, margin_option
+from iolab.analysis.build import Options, by_report, pair_report
+from iolab.analysis.select import parse_selector
+from iolab.cli.options import check_levels, ci_option, margin_option, store_location
+from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import IolabError
-from iolab.report import FORMATS, RenderOptions, ci_exit_code, render
-from iolab.report.build import Options, by_report, pair_report
-from iolab.report.model import Report
-from iolab.select import parse_selector
 from iolab.store import open_store
-
-
-def check_levels(alpha: float, margin: float) -> None:
-    if not 0 < alpha < 0.5:
-        raise IolabError(f"--alpha {alpha:g}: must lie between 0 and 0.5")
-    if not 0 < margin < 100:
-        raise IolabError(f"--margin {margin:g}: must lie between 0 and 100 (percent)")
-
-
-def render_options(format_name: str, show_all: bool) -> RenderOptions:
-    """Colour only for the table on a terminal, and never with NO_COLOR set."""
-    tty = sys.stdout.isatty()
-    color = format_name == "table" and tty and "NO_COLOR" not in os.environ
-    width = shutil.get_terminal_size((140, 24)).columns if tty else 140
-    return RenderOptions(color=color, show_all=show_all, width=max(width, 80))
-
-
-def emit(report: Report, format_name: str, show_all: bool, ci: bool) -> None:
-    """Print the report; with --ci exit 10 / 11 / 0 by the KPI verdicts."""
-    click.echo(render(report, format_name, render_options(format_name, show_all)), nl=False)
-    if ci:
-        code = ci_exit_code(report)
-        if code:
-            sys.exit(code)
 
 
 @click.command("compare")
@@ -75,7 +46,7 @@ def emit(report: Report, format_name: str, show_all: bool, ci: bool) -> None:
     help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
 )
 @click.option(
-    "--format", "format_name", type=click.Choice(list(FORMATS)), default="table", show_default=True
+    "--format", "format_name", type=click.Choice(FORMAT_NAMES), default="table", show_default=True
 )
 @click.option(
     "--correction",
@@ -119,12 +90,9 @@ def command(
     )
     sel_a = parse_selector(a)
     sel_b = parse_selector(b) if b is not None else None
-    store = open_store(ctx.obj.get("db") if ctx.obj else None, must_exist=True)
-    try:
+    with open_store(store_location(ctx), must_exist=True) as store:
         if sel_b is None:
             report = by_report(store, sel_a, by or "variant", baseline, options)
         else:
             report = pair_report(store, sel_a, sel_b, options)
-    finally:
-        store.close()
     emit(report, format_name, show_all, ci)

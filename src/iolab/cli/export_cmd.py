@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import click
 
+from iolab.analysis.select import parse_selector, resolve
+from iolab.cli.options import store_location
 from iolab.report import gobench
-from iolab.select import parse_selector, resolve
 from iolab.store import open_store
 
 
@@ -33,9 +34,6 @@ def command(ctx: click.Context, selector: str, metrics: tuple[str, ...], format_
     e.g. `iolab export label:old > old.txt; iolab export label:new > new.txt;
     benchstat old.txt new.txt`."""
     sel = parse_selector(selector)
-    store = open_store(ctx.obj.get("db") if ctx.obj else None, must_exist=True)
-    try:
+    with open_store(store_location(ctx), must_exist=True) as store:
         samples = resolve(store, sel, metrics=False)
-    finally:
-        store.close()
     click.echo(gobench.render(samples, selector, metrics), nl=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from iolab.cli.options import parse_tags
+from iolab.cli.options import parse_tags, store_location
 from iolab.errors import IolabError
 from iolab.ingest.detect import parse_source
 from iolab.model.result import Result
@@ -33,7 +33,7 @@ def command(
     results: list[Result] = []
     for path in files:
         results.extend(parse_source(path))
-    with open_store((ctx.obj or {}).get("db")) as store:
+    with open_store(store_location(ctx)) as store:
         run_id = store.import_results(results, label, tag_map)
     click.echo(
         f"imported {len(results)} results from {len(files)} files as run {run_id} (label {label})"

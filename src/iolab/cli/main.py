@@ -10,19 +10,23 @@ from typing import Any
 import click
 
 from iolab import __version__
+from iolab.cli.options import CliContext
 from iolab.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, IolabError
+from iolab.store.location import StoreLocation
 
-# Each subcommand lives in its own module and exposes `command`; modules are imported only
-# when their command runs, so `iolab cleanup` does not pay for scipy and SQLAlchemy at start.
-_COMMANDS = {
-    "parse": "parse_cmd",
-    "import": "import_cmd",
-    "results": "results_cmd",
-    "run": "run_cmd",
-    "cleanup": "cleanup_cmd",
-    "compare": "compare_cmd",
-    "ab": "ab_cmd",
-    "export": "export_cmd",
+# Each subcommand lives in its own module and exposes `command`; a module is imported only
+# when its command runs, and `iolab --help` lists them from the short help here, so neither
+# pays for the libraries a command needs (scipy, SQLAlchemy, alembic).  A test checks that
+# each line is its command's own short help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "parse": ("parse_cmd", "Recognise fio / xfs_io / dd results in FILEs (`-` is standard..."),
+    "import": ("import_cmd", "Store the fio / xfs_io / dd results in FILEs under a label..."),
+    "results": ("results_cmd", "List stored runs, or the samples of one run."),
+    "run": ("run_cmd", "Run PLAN in the lab: its cases in randomized complete blocks,..."),
+    "cleanup": ("cleanup_cmd", "Undo the changes (mounts, loop devices, images, sysctls, queue..."),
+    "compare": ("compare_cmd", "Compare B against A (selectors: run:ID, ID:VARIANT,..."),
+    "ab": ("ab_cmd", "Adaptive A/B of PLAN's variants: blocks until every KPI has a..."),
+    "export": ("export_cmd", "Write the samples SELECTOR names (run:ID, label:NAME,..."),
 }
 
 
@@ -31,15 +35,19 @@ class IolabGroup(click.Group):
     and loads each subcommand's module on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(_COMMANDS)
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module_name = _COMMANDS.get(cmd_name)
-        if module_name is None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
             return None
-        module = importlib.import_module(f"iolab.cli.{module_name}")
+        module = importlib.import_module(f"iolab.cli.{entry[0]}")
         command: click.Command = module.command
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -63,7 +71,6 @@ class IolabGroup(click.Group):
 @click.version_option(__version__, prog_name="iolab")
 @click.option(
     "--db",
-    envvar="IOLAB_DB",
     default=None,
     metavar="PATH|URL",
     help="Results store: a SQLite file path or a SQLAlchemy URL "
@@ -72,10 +79,7 @@ class IolabGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
     """iolab — a storage performance regression lab."""
-    ctx.ensure_object(dict)
-    ctx.obj["db"] = db
-
-
+    ctx.obj = CliContext(store=StoreLocation.given(db))
 
 
 def main() -> None:

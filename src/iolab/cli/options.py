@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import click
 
 from iolab.errors import IolabError
+from iolab.store.location import StoreLocation
+
+
+@dataclass(frozen=True)
+class CliContext:
+    """What the `iolab` group hands its commands (click's `ctx.obj`)."""
+
+    store: StoreLocation = field(default_factory=StoreLocation.given)
+
+
+def store_location(ctx: click.Context) -> StoreLocation:
+    """The store `--db` / $IOLAB_DB names (a command invoked on its own: $IOLAB_DB or the
+    default)."""
+    obj = ctx.find_object(CliContext)
+    return obj.store if obj is not None else StoreLocation.given()
 
 _TAG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*\Z")
 
@@ -41,3 +57,41 @@ def parse_tags(specs: tuple[str, ...]) -> dict[str, str]:
             raise IolabError(f"--tag {key} given twice")
         tags[key] = value
     return tags
+
+
+def check_levels(alpha: float, margin: float) -> None:
+    """--alpha and --margin as `compare` and `ab` accept them."""
+    if not 0 < alpha < 0.5:
+        raise IolabError(f"--alpha {alpha:g}: must lie between 0 and 0.5")
+    if not 0 < margin < 100:
+        raise IolabError(f"--margin {margin:g}: must lie between 0 and 100 (percent)")
+
+
+def check_plan_or_resume(plan_path: str | None, resume: int | None) -> None:
+    """A run command takes a PLAN to start a run or --resume RUN to continue one: exactly one."""
+    if resume is not None and plan_path is not None:
+        raise IolabError("give either PLAN or --resume RUN, not both")
+    if resume is None and plan_path is None:
+        raise IolabError("missing PLAN (or --resume RUN)")
+
+
+def profile_of(quick: bool, profile: str | None) -> str | None:
+    """`--quick` is `--profile quick`; naming two different profiles is an error."""
+    if quick and profile and profile != "quick":
+        raise IolabError("--quick and --profile name different profiles")
+    return "quick" if quick else profile
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `10m`, `1.5h` → seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise IolabError(f"--max-time {text!r}: expected a duration such as 90s, 10m or 1h")
+    scale = {"m": 60.0, "min": 60.0, "h": 3600.0}.get(m.group(2) or "s", 1.0)
+    seconds = float(m.group(1)) * scale
+    if seconds <= 0:
+        raise IolabError(f"--max-time {text!r}: must be positive")
+    return seconds

@@ -1,7 +1,7 @@
 """`iolab results [--label L] [--run R] [--json]`: what the store holds.
 
 Without --run: one line per run.  With --run: that run's samples with a few KPIs (the
-run's own KPIs when the lab recorded them in `meta["kpis"]`, else the usual fio ones).
+run's own KPIs when the lab recorded them, else the usual fio ones).
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from iolab.cli.options import store_location
 from iolab.errors import IolabError
 from iolab.model.sample import RunInfo, Sample
 from iolab.report.fmt import brief_number
+from iolab.runs.meta import recorded_kpis
 from iolab.store import open_store
 from iolab.store.export import run_to_json, sample_to_json
 
@@ -40,7 +42,7 @@ def command(ctx: click.Context, label: str | None, run_id: int | None, as_json: 
     """List stored runs, or the samples of one run."""
     if label is not None and run_id is not None:
         raise IolabError("give --label or --run, not both")
-    with open_store((ctx.obj or {}).get("db"), must_exist=True) as store:
+    with open_store(store_location(ctx), must_exist=True) as store:
         if run_id is None:
             runs = store.runs(label=label)
             if as_json:
@@ -82,12 +84,7 @@ def _print_runs(runs: list[RunInfo], label: str | None) -> None:
 
 def kpi_columns(run: RunInfo, samples: list[Sample]) -> list[str]:
     """The metrics worth a column: the run's KPIs, else the usual ones that are present."""
-    wanted = run.meta.get("kpis")  # the lab records [{"metric": ..., "direction": ...}]
-    recorded = [
-        str(k["metric"]) if isinstance(k, dict) and "metric" in k else str(k)
-        for k in (wanted if isinstance(wanted, list) else [])
-    ]
-    names = recorded or list(_USUAL_KPIS)
+    names = [k.metric for k in recorded_kpis(run)] or list(_USUAL_KPIS)
     present = {name for sample in samples for name in sample.metrics}
     return [name for name in names if name in present][:_MAX_KPIS]
 

@@ -13,42 +13,14 @@ several groups did is reported per group only, as `group<N>.write.iops` (docs/pa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from iolab.model.metrics import IO_DIRECTIONS, LATENCY_KINDS, PERCENTILES, percentile_name
+from iolab.model.metrics import IO_DIRECTIONS, LATENCY_KINDS
 from iolab.model.result import Histogram, Job
+from iolab.stats.bins import histogram_percentiles, merge_histograms
 
 _SUMMED = ("iops", "bw_bytes", "io_bytes", "total_ios", "short_ios")
 _LAT_DIRS = (*IO_DIRECTIONS, "sync")
-
-
-def merge_histograms(histograms: Iterable[Histogram]) -> Histogram:
-    merged: Histogram = {}
-    for hist in histograms:
-        for value, count in hist.items():
-            merged[value] = merged.get(value, 0) + count
-    return merged
-
-
-def histogram_percentiles(
-    hist: Histogram, percentiles: Sequence[float] = PERCENTILES
-) -> dict[str, float]:
-    """Percentiles of binned data the way fio computes them: the first bucket whose
-    cumulative count reaches p% of the total (nearest-rank on bucket values)."""
-    total = sum(hist.values())
-    if total <= 0:
-        return {}
-    items = sorted(hist.items())
-    out: dict[str, float] = {}
-    for p in percentiles:
-        rank = p / 100.0 * total
-        cumulative = 0
-        for value, count in items:
-            cumulative += count
-            if cumulative >= rank:
-                out[percentile_name(p)] = value
-                break
-    return out
 
 
 def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:

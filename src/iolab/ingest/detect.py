@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from iolab.errors import IngestError
@@ -18,6 +19,22 @@ from iolab.ingest import dd, fio_json, fio_terse, fio_text, mail, two_forms, xfs
 from iolab.model.result import Result
 
 LINE_READERS = (fio_text, fio_terse, xfs_io, dd)
+
+# A reader finds every result in lines of text: (line it starts at, result).
+Finder = Callable[[list[str], str], list[tuple[int, Result]]]
+
+# The reader of a tool's text output, for the lab, which knows what it ran (a plan's
+# workload kind) and so needs no detection: one typed table instead of module names.  (fio
+# writes a JSON file that the lab reads with fio_json.parse.)
+TOOL_READERS: dict[str, Finder] = {
+    "xfs_io": xfs_io.find,
+    "dd": dd.find,
+}
+
+
+def reader_for(tool: str) -> Finder:
+    """The reader of `tool`'s output; KeyError for a tool without one (e.g. `command`)."""
+    return TOOL_READERS[tool]
 
 
 def read_source(path: str) -> str:

@@ -7,6 +7,7 @@ the Target, which knows which is which.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def proc_mounts_options(mountpoint: Path) -> str | None:
 
 
 def mount(
-    journal: Journal, device: str, mountpoint: Path, fstype: str, options: list[str]
+    journal: Journal, device: str, mountpoint: Path, fstype: str, options: Sequence[str]
 ) -> Mounted:
     """Mount (journaled before); a refusal is MountRefused with the kernel's own words."""
     if not mountpoint.exists():

@@ -137,7 +137,7 @@ def sample(
     devices: list[tuple[str, str | None]],
     fstype: str | None,
     mkfs_options: tuple[str, ...],
-    mount_options_requested: str,
+    mount_options_requested: tuple[str, ...],
     mount_options_shown: list[str],
     sysctls: dict[str, str],
     queue: dict[str, str],
@@ -160,7 +160,8 @@ def sample(
             "devices": [device(name, image) for name, image in devices],
             "filesystem": fstype,
             "mkfs_options": list(mkfs_options),
-            "mount_options_requested": mount_options_requested,
+            # stored as mount -o reads it (the store's format since the first version)
+            "mount_options_requested": ",".join(mount_options_requested),
             "mount_options": mount_options_shown,  # as /proc/mounts shows them
             "settings": knobs.in_force(sysctls, queue, names),
             "cpus": list(cpus) if cpus else None,

@@ -4,11 +4,13 @@ Each block runs every case once, in an order drawn from `Random(f"{seed}:{block}
 resumed run (same seed) sees the same orders and skips exactly the samples already stored.
 Every sample is prepared the same way (fresh filesystem when the plan says so, knobs set,
 fstrim, fill, caches dropped, warm-up), measured with its monitors, stored at once, and its
-changes to the machine undone before the next one starts.
+changes to the machine undone before the next one starts; each finished sample goes to the
+`SampleSink` the session is given (the lab does not know the store).
 
-`LabSession` is the reusable core (`iolab ab` drives it block by block); `execute_run` is
-`iolab run`.  Interrupts (Ctrl-C, SIGTERM, SIGHUP) raise KeyboardInterrupt; the machine is
-restored on the way out whatever happens, from the journal.
+`LabSession` is driven block by block by `iolab.runs.plan_run` (`iolab run`) and
+`iolab.ab` (`iolab ab`), both inside `iolab.runs.lifecycle`.  Interrupts (Ctrl-C, SIGTERM,
+SIGHUP) raise KeyboardInterrupt under `interrupts_raise`; the machine is restored on the
+way out whatever happens, from the journal.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-import secrets
 import signal
 import tempfile
 import time
@@ -29,12 +30,12 @@ from typing import Any, Protocol
 
 from iolab.errors import IolabError, LabError, PlanError, RefusedError
 from iolab.lab import commands, filesystem, kmsg, knobs, provenance, target, workload
-from iolab.lab.journal import Journal, leftovers
-from iolab.model.sample import Sample
-from iolab.monitors.base import Monitor, MonitorContext
+from iolab.lab.journal import Journal
+from iolab.model.sample import Sample, cell_key
+from iolab.model.sample import case_key as model_case_key
+from iolab.monitors.base import Monitor, MonitorContext, Reading
 from iolab.plan.model import Case, FilesystemSpec, Plan, TargetSpec, WorkloadSpec
 from iolab.plan.placeholders import render_workload
-from iolab.store.store import Store
 
 WORK_ROOT = Path("/run/iolab/work")
 # kernel log lines worth quoting in a failed sample's reason
@@ -71,7 +72,13 @@ def block_order(seed: int, block: int, n_cases: int) -> list[int]:
 
 def case_key(case: Case) -> str:
     """The key the store reports in done_keys for samples of `case`."""
-    return Sample(run_id=0, variant=case.variant, cell=dict(case.cell)).case_key
+    return model_case_key(cell_key(case.cell), case.variant)
+
+
+class SampleSink(Protocol):
+    """Where finished samples go (the store, for a run): the lab never writes the store."""
+
+    def add_sample(self, sample: Sample) -> int: ...
 
 
 class Reporter(Protocol):
@@ -101,6 +108,28 @@ class SilentReporter:
 
 
 @dataclass
+class _Prepared:
+    """A sample's machine once prepared: what the measurement and its record need."""
+
+    devices: list[target.Device]
+    workdir: Path
+    mounts: list[filesystem.Mounted]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+    def render(self, spec: WorkloadSpec) -> WorkloadSpec:
+        """The workload with its placeholders ({mnt}, {dev}, {workdir}) filled in."""
+        mounts = [str(m.mountpoint) for m in self.mounts]
+        try:
+            return render_workload(spec, mounts, [d.path for d in self.devices], str(self.workdir))
+        except KeyError as exc:
+            raise PlanError(f"placeholder {{{exc.args[0]}}} has no value here") from None
+
+
+@dataclass
 class _TargetState:
     target: target.Target
     filesystem: FilesystemSpec | None = None  # what is on it now (None: unknown / raw)
@@ -111,7 +140,7 @@ class LabSession:
     """A plan's machine for one process: targets, journal, and the sample procedure."""
 
     plan: Plan
-    store: Store
+    sink: SampleSink
     run_id: int
     seed: int
     destroy_data: bool = False
@@ -227,7 +256,7 @@ class LabSession:
             self.failures += 1
         else:
             self._check_kpis(sample)
-        sample.id = self.store.add_sample(sample)
+        sample.id = self.sink.add_sample(sample)
         self.reporter.sample_done(sample, case)
         return sample
 
@@ -242,53 +271,55 @@ class LabSession:
             self._warn_once(f"KPI {kpi.metric} is not among the workload's metrics{hint}")
 
     def _measure(self, case: Case, sample: Sample, log: kmsg.KernelLog) -> None:
+        """One sample's three steps, each undone by the journal scope around it."""
+        prepared = self._prepare(case)
+        sample.provenance = self._provenance(case, prepared)
+        measured, readings = self._run_workload(case, prepared)
+        self._collect(case, sample, prepared, measured, readings, log)
+
+    def _prepare(self, case: Case) -> _Prepared:
+        """Work directory, filesystem (fresh when the plan says so) mounted with the plan's
+        options, knobs, fstrim, fill, dropped caches, warm-up and settling time."""
         journal = self._journal()
         state = self._target(case.target)
         devices = state.target.devices
-        names = [d.name for d in devices]
         workdir = Path(tempfile.mkdtemp(prefix="iolab-", dir=_work_root()))
         journal.record("rmtree", path=str(workdir))
-
         mounts: list[filesystem.Mounted] = []
         fs = case.filesystem
         if fs is not None:
-            fresh = case.prepare.mkfs == "per-sample" or state.filesystem != fs
-            if fresh:
+            if case.prepare.mkfs == "per-sample" or state.filesystem != fs:
                 state.filesystem = None
                 for device in devices:  # one filesystem per device, mounted at {mntN}
                     filesystem.mkfs(fs.type, [device.path], list(fs.mkfs_options))
                 state.filesystem = fs
-            options = [o for o in fs.mount_options.split(",") if o]
             for n, dev in enumerate(devices):
                 point = filesystem.mountpoint_for(self.run_id, n)
-                mounts.append(filesystem.mount(journal, dev.path, point, fs.type, options))
+                mounts.append(
+                    filesystem.mount(journal, dev.path, point, fs.type, fs.mount_options)
+                )
         else:
             state.filesystem = None  # a raw workload overwrites whatever was there
-
-        knobs.apply(journal, dict(case.sysctls), dict(case.queue), names)
-        mount_paths = [str(m.mountpoint) for m in mounts]
-        dev_paths = [d.path for d in devices]
-
-        def render(spec: WorkloadSpec) -> WorkloadSpec:
-            try:
-                return render_workload(spec, mount_paths, dev_paths, str(workdir))
-            except KeyError as exc:
-                raise PlanError(f"placeholder {{{exc.args[0]}}} has no value here") from None
-
+        prepared = _Prepared(devices, workdir, mounts)
+        knobs.apply(journal, dict(case.sysctls), dict(case.queue), prepared.names)
         prep = case.prepare
-        warnings: list[str] = []
         if prep.fstrim:
             for m in mounts:
                 why = filesystem.fstrim(m.mountpoint)
                 if why:
-                    warnings.append(f"fstrim {m.mountpoint}: {why}")
+                    prepared.warnings.append(f"fstrim {m.mountpoint}: {why}")
         for step, spec in (("fill", prep.fill), ("warm-up", prep.warmup)):
             if spec is None:
                 continue
             if step == "warm-up" and prep.drop_caches:
                 filesystem.drop_caches()
             run = workload.execute(
-                journal, render(spec), workdir, name=step, timeout_s=case.timeout_s, cpus=case.cpus
+                journal,
+                prepared.render(spec),
+                workdir,
+                name=step,
+                timeout_s=case.timeout_s,
+                cpus=case.cpus,
             )
             if not run.ok:
                 raise LabError(f"{step} step failed: {run.failure}")
@@ -296,17 +327,20 @@ class LabSession:
             filesystem.drop_caches()
         if prep.settle_s > 0:
             time.sleep(prep.settle_s)
+        return prepared
 
-        sample.provenance = provenance.sample(
-            devices=[(d.name, d.image) for d in devices],
+    def _provenance(self, case: Case, prepared: _Prepared) -> dict[str, Any]:
+        fs = case.filesystem
+        return provenance.sample(
+            devices=[(d.name, d.image) for d in prepared.devices],
             fstype=fs.type if fs else None,
             mkfs_options=(
                 tuple(filesystem.effective_mkfs_options(fs.type, list(fs.mkfs_options)))
                 if fs
                 else ()
             ),
-            mount_options_requested=fs.mount_options if fs else "",
-            mount_options_shown=[m.options for m in mounts],
+            mount_options_requested=fs.mount_options if fs else (),
+            mount_options_shown=[m.options for m in prepared.mounts],
             sysctls=dict(case.sysctls),
             queue=dict(case.queue),
             plan_sha256=self.plan.sha256,
@@ -317,29 +351,49 @@ class LabSession:
             extra={"case": case.key, "vars": dict(case.vars)},
         )
 
+    def _run_workload(
+        self, case: Case, prepared: _Prepared
+    ) -> tuple[workload.Execution, list[tuple[str, Reading]]]:
+        """The measured workload with the case's monitors around it."""
         ctx = MonitorContext(
-            devices=names,
-            mountpoint=mounts[0].mountpoint if mounts else None,
-            fstype=fs.type if fs else None,
-            journal=journal,
-            workdir=workdir,
+            devices=prepared.names,
+            mountpoint=prepared.mounts[0].mountpoint if prepared.mounts else None,
+            fstype=case.filesystem.type if case.filesystem else None,
+            journal=self._journal(),
+            workdir=prepared.workdir,
         )
-        monitors = self._start_monitors(case, ctx, warnings)
-        measured = None
+        monitors = self._start_monitors(case, ctx, prepared.warnings)
         try:
             measured = workload.execute(
-                journal, render(case.workload), workdir, timeout_s=case.timeout_s, cpus=case.cpus
+                self._journal(),
+                prepared.render(case.workload),
+                prepared.workdir,
+                timeout_s=case.timeout_s,
+                cpus=case.cpus,
             )
         finally:
-            readings = self._stop_monitors(monitors, ctx, warnings)
-        if warnings:
-            sample.provenance["warnings"] = warnings
+            readings = self._stop_monitors(monitors, ctx, prepared.warnings)
+        return measured, readings
+
+    def _collect(
+        self,
+        case: Case,
+        sample: Sample,
+        prepared: _Prepared,
+        measured: workload.Execution,
+        readings: list[tuple[str, Reading]],
+        log: kmsg.KernelLog,
+    ) -> None:
+        """The workload's result and the monitors' readings into the sample, or LabError with
+        the reason (and the kernel's last complaint about our devices)."""
+        if prepared.warnings:
+            sample.provenance["warnings"] = prepared.warnings
         if not measured.ok or measured.result is None:
             reason = measured.failure or "no result"
             kernel = [
                 line
                 for line in log.new_lines()
-                if any(n in line for n in names) and _TROUBLE.search(line)
+                if any(n in line for n in prepared.names) and _TROUBLE.search(line)
             ]
             if kernel:
                 reason += f" (kernel: {kernel[-1]})"
@@ -394,7 +448,7 @@ class LabSession:
 
     def _stop_monitors(
         self, monitors: list[Monitor], ctx: MonitorContext, warnings: list[str]
-    ) -> list[tuple[str, Any]]:
+    ) -> list[tuple[str, Reading]]:
         readings = []
         for monitor in reversed(monitors):
             try:
@@ -426,16 +480,7 @@ class SampleFailed(LabError):
         self.sample = sample
 
 
-# ------------------------------------------------------------------------------- a whole run
-
-
-@dataclass
-class RunOutcome:
-    run_id: int
-    status: str  # finished | interrupted | failed
-    planned: int
-    stored: int  # samples stored by this process
-    failed: int
+# ------------------------------------------------------------------------------- checks
 
 
 def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
@@ -460,83 +505,3 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
         from iolab.monitors import registry
 
         registry.create(names)  # an unknown monitor name is refused before the run starts
-
-
-def planned_samples(plan: Plan) -> int:
-    return plan.repeat * len(plan.cases)
-
-
-def start_run(
-    store: Store,
-    plan: Plan,
-    *,
-    label: str | None = None,
-    tags: dict[str, str] | None = None,
-    kind: str = "lab",
-) -> tuple[int, int]:
-    """Create the run in the store (seed drawn when the plan has none); (run id, seed)."""
-    seed = plan.seed if plan.seed is not None else secrets.randbelow(2**31)
-    meta = {
-        "seed": seed,
-        "profile": plan.profile,
-        "repeat": plan.repeat,
-        "cases": [c.key for c in plan.cases],
-        "planned_samples": planned_samples(plan),
-        "kpis": [{"metric": k.metric, "direction": k.direction.value} for k in plan.kpis],
-        "variants": list(plan.variants),
-        "baseline": plan.baseline,
-        "plan_name": plan.name,
-    }
-    run_id = store.create_run(
-        kind,
-        label=label,
-        tags=tags,
-        plan_path=plan.path,
-        plan_text=plan.text,
-        plan_hash=plan.sha256,
-        host=provenance.host()["host"],
-        meta=meta,
-    )
-    return run_id, seed
-
-
-def check_resumable(run_id: int) -> None:
-    """Refuse to resume a run whose owner is still alive (its journal names it)."""
-    for left in leftovers():
-        if left.meta.get("run_id") == run_id and left.owner_alive:
-            raise RefusedError(f"run {run_id} is still running (pid {left.pid})")
-
-
-def execute_run(
-    store: Store,
-    plan: Plan,
-    run_id: int,
-    seed: int,
-    *,
-    destroy_data: bool = False,
-    reporter: Reporter | None = None,
-) -> RunOutcome:
-    """Run every block of `plan` into run `run_id`, skipping samples it already holds."""
-    reporter = reporter or SilentReporter()
-    done = store.done_keys(run_id)
-    planned = planned_samples(plan)
-    keys = {case_key(c) for c in plan.cases}
-    already = sum(1 for key, block in done if key in keys and 1 <= block <= plan.repeat)
-    reporter.started(planned, already)
-    session = LabSession(plan, store, run_id, seed, destroy_data, reporter)
-    stored = 0
-    status = "failed"
-    try:
-        with interrupts_raise():
-            try:
-                with session:
-                    for block in range(1, plan.repeat + 1):
-                        stored += len(session.run_block(block, done))
-                status = "finished"
-            except KeyboardInterrupt:
-                status = "interrupted"
-                raise
-    finally:
-        with contextlib.suppress(IolabError):
-            store.finish_run(run_id, status)
-    return RunOutcome(run_id, status, planned, stored, session.failures)

@@ -23,7 +23,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from iolab.errors import IngestError
 from iolab.lab import commands
@@ -189,11 +188,11 @@ def _read_result(
         results = fio_json.parse(text, source)
         return results[-1]
     if workload.kind in ("xfs_io", "dd"):
-        import importlib
+        from iolab.ingest.detect import reader_for
 
-        reader: Any = importlib.import_module(f"iolab.ingest.{workload.kind}")
+        find = reader_for(workload.kind)
         text = stdout if workload.kind == "xfs_io" else stderr + "\n" + stdout
-        found = reader.find(text.splitlines(), source)
+        found = find(text.splitlines(), source)
         if not found:
             raise IngestError(source, _tail(stderr) or f"no {workload.kind} result in its output")
         last: Result = found[-1][1]

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from iolab.model.result import Histogram
+
+
+def cell_key(cell: Mapping[str, Any]) -> str:
+    """The canonical text of a matrix cell ("k=v,k=v", keys sorted), as the store keeps it."""
+    return ",".join(f"{k}={cell[k]}" for k in sorted(cell))
+
+
+def case_key(cell_text: str, variant: str | None) -> str:
+    """The one key of a case (cell text + variant): what `done_keys` reports and what a
+    resumed run skips.  Defined once, here, so the lab, the store and resume cannot drift."""
+    return f"{cell_text}|{variant or ''}"
 
 
 @dataclass
@@ -47,8 +59,7 @@ class Sample:
     @property
     def case_key(self) -> str:
         """Stable key of the case (cell + variant) this sample measured."""
-        cell = ",".join(f"{k}={self.cell[k]}" for k in sorted(self.cell))
-        return f"{cell}|{self.variant or ''}"
+        return case_key(cell_key(self.cell), self.variant)
 
 
 @dataclass

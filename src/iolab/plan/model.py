@@ -68,7 +68,8 @@ class FilesystemSpec:
 
     type: FsType
     mkfs_options: tuple[str, ...] = ()  # argv words, e.g. ("-m", "1", "-b", "4096")
-    mount_options: str = ""  # as given to mount -o, e.g. "noatime,nodiratime,data=ordered"
+    # one option a word, e.g. ("noatime", "data=ordered"): a list from the plan to mount(8)
+    mount_options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

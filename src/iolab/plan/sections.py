@@ -162,15 +162,16 @@ def read_filesystem(node: Node) -> FilesystemSpec | None:
     mkfs_node = present(entries, "mkfs_options")
     if mkfs_node is not None:
         mkfs = _words(mkfs_node)
-    mount = ""
+    mount: tuple[str, ...] = ()
     mount_node = present(entries, "mount_options")
     if mount_node is not None:
         if mount_node.is_list:
-            mount = ",".join(read_str_list(mount_node))
+            given = ",".join(read_str_list(mount_node))
         else:
-            mount = read_str(mount_node, "mount options like noatime,data=ordered")
-        if any(c.isspace() for c in mount):
-            mount_node.fail(f"mount options are comma-separated without spaces, got {mount!r}")
+            given = read_str(mount_node, "mount options like noatime,data=ordered")
+        if any(c.isspace() for c in given):
+            mount_node.fail(f"mount options are comma-separated without spaces, got {given!r}")
+        mount = tuple(o for o in given.split(",") if o)
     return FilesystemSpec(cast(FsType, fs_type), mkfs, mount)
 
 

@@ -1,5 +1,5 @@
 """Report formats: one module per output form behind one interface,
-`render(report, RenderOptions) -> str`.  `iolab.report.build` turns selected samples into
+`render(report, RenderOptions) -> str`.  `iolab.analysis.build` turns selected samples into
 the `Report` they all render; formats never compute statistics."""
 
 from __future__ import annotations

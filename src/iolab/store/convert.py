@@ -18,15 +18,6 @@ from iolab.model.sample import Sample
 RESULT_LEVEL = ""
 
 
-def cell_key(cell: Mapping[str, Any]) -> str:
-    """The canonical text of a matrix cell, the same as `Sample.case_key` puts before `|`."""
-    return ",".join(f"{k}={cell[k]}" for k in sorted(cell))
-
-
-def case_key(cell_text: str, variant: str | None) -> str:
-    return f"{cell_text}|{variant or ''}"
-
-
 def job_keys(names: list[str]) -> list[str]:
     """Distinct, non-empty keys for a result's jobs (see the module docstring)."""
     counts = Counter(names)

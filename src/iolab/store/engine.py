@@ -11,7 +11,6 @@ writers wait for each other instead of failing on a stale snapshot.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from iolab.errors import StoreError
+from iolab.store.location import StoreLocation, default_path
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -34,16 +34,9 @@ class Location:
     path: Path | None  # the SQLite file, if any
 
 
-def default_path() -> Path:
-    """`$XDG_DATA_HOME/iolab/iolab.db`, else `~/.local/share/iolab/iolab.db`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "iolab" / "iolab.db"
-
-
-def resolve(location: str | None) -> Location:
-    """The store a `--db` value names; None falls back to $IOLAB_DB, then the default path."""
-    if not location:
-        location = os.environ.get("IOLAB_DB") or None
+def resolve(where: StoreLocation) -> Location:
+    """The URL (and file, for SQLite) of a store location."""
+    location = where.text
     if location and "://" in location:
         try:
             url = make_url(location)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from iolab.errors import StoreError
 from iolab.model.result import Result
-from iolab.model.sample import RunInfo, Sample
+from iolab.model.sample import RunInfo, Sample, case_key, cell_key
 from iolab.store import convert
 from iolab.store.engine import WRITE_OPTION
 from iolab.store.schema import HistogramRow, MetricRow, RunRow, RunTagRow, SampleRow
@@ -367,7 +367,7 @@ class Store:
             query = query.where(SampleRow.status == "ok")
         with self._session() as session:
             return {
-                (convert.case_key(key, variant), block)
+                (case_key(key, variant), block)
                 for key, variant, block in session.execute(query)
                 if block is not None
             }
@@ -546,7 +546,7 @@ def _sample_values(sample: Sample) -> dict[str, Any]:
         "run_id": sample.run_id,
         "variant": sample.variant,
         "cell": dict(sample.cell),
-        "cell_key": convert.cell_key(sample.cell),
+        "cell_key": cell_key(sample.cell),
         "block": sample.block,
         "position": sample.position,
         "status": sample.status,

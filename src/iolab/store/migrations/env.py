@@ -11,6 +11,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from iolab.store.engine import make_engine, resolve
+from iolab.store.location import StoreLocation
 from iolab.store.schema import VERSION_TABLE, Base
 
 
@@ -33,7 +34,7 @@ def main() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = make_engine(resolve(None))
+    engine = make_engine(resolve(StoreLocation.given()))
     try:
         with engine.connect() as conn:
             _run(conn)

@@ -1,4 +1,4 @@
-"""The decisions `iolab ab` keeps: one sequential test per KPI of every comparison (the
+"""The decisions an A/B keeps: one sequential test per KPI of every comparison (the
 baseline variant against each other variant, in every matrix cell), fed block by block —
 from the lab as blocks finish, or from the store when a run is resumed.  No I/O but the
 store read in `replay`; no printing."""
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
-from iolab.stats import SequentialDecision
+from iolab.stats.sequential import SequentialDecision
 from iolab.store.store import Store
 
 

@@ -1,5 +1,7 @@
 """From selected samples to a `Report`: grouping by matrix cell, pairing by block, KPIs,
-histograms — then `iolab.stats.compare` does the statistics.
+histograms — then `iolab.stats.comparison` does the statistics.  This is the analysis
+service behind `iolab compare` and `iolab ab`'s report; the report formats only render the
+`Report` it returns.
 
 Rules (docs/compare.md):
 - Two selectors (`compare A B`): samples are grouped by their matrix cell without the
@@ -21,14 +23,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from iolab.analysis.select import Selector, resolve
 from iolab.errors import SelectorError
-from iolab.ingest.aggregate import histogram_percentiles, merge_histograms
 from iolab.model.metrics import Direction, direction_prefixes
 from iolab.model.sample import RunInfo, Sample
 from iolab.report.model import Group, LatencyRow, LatencySummary, Report
-from iolab.select import Selector, resolve
-from iolab.stats import HistogramInput, MetricInput, compare
-from iolab.stats.types import Correction, MetricComparison, SequentialState
+from iolab.runs.meta import recorded_baseline, recorded_kpis
+from iolab.stats.bins import histogram_percentiles, merge_histograms
+from iolab.stats.comparison import compare
+from iolab.stats.histogram import HistogramInput
+from iolab.stats.types import Correction, MetricComparison, MetricInput, SequentialState
 from iolab.store.store import Store
 
 LATENCY_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
@@ -123,8 +127,8 @@ def by_report(
             f"(dimensions: {', '.join(dims) or 'none'})"
         )
     if baseline is None:
-        recorded = info.meta.get("baseline") if by == "variant" else None
-        baseline = recorded if isinstance(recorded, str) and recorded in values else values[0]
+        recorded = recorded_baseline(info) if by == "variant" else None
+        baseline = recorded if recorded in values else values[0]
     elif baseline not in values:
         raise SelectorError(
             f"--baseline {baseline!r}: run {sel.run_id} has {by} values {', '.join(values)}"
@@ -252,15 +256,10 @@ def kpis_of(
     out: dict[str, Direction | None] = {}
     both = names_a & names_b
     for run in runs:
-        recorded = run.meta.get("kpis") if run.kind != "import" else None
-        if isinstance(recorded, list) and recorded:
-            for item in recorded:
-                if isinstance(item, dict) and isinstance(item.get("metric"), str):
-                    try:
-                        direction: Direction | None = Direction(str(item.get("direction")))
-                    except ValueError:
-                        direction = None
-                    out.setdefault(item["metric"], direction)
+        recorded = recorded_kpis(run) if run.kind != "import" else []
+        if recorded:
+            for kpi in recorded:
+                out.setdefault(kpi.metric, kpi.direction)
             continue
         for prefix in direction_prefixes(both):
             for name in (f"{prefix}.iops", f"{prefix}.bw_bytes"):

@@ -1,0 +1,190 @@
+"""An adaptive A/B as a service: randomized blocks of a plan's variants with the lab session
+(the same `LabSession` as `iolab run`), a sequential decision per KPI after every block, and
+a stop as soon as every KPI has a verdict or the budget is spent.
+
+`start` / `resume` open the run through `iolab.runs.lifecycle` (preflight before anything is
+stored); `run` drives the blocks and returns an `AbResult`: the stop reason, every KPI's
+final state and the comparison report with the sequential verdicts and intervals
+(iolab.stats.sequential explains why they stay valid although we looked after every block).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from iolab.ab.contrasts import Contrast, all_decided, contrasts, replay
+from iolab.ab.loop import BlockReporter, run_blocks
+from iolab.analysis.build import Options, by_report, sequential_key, with_sequential
+from iolab.analysis.select import Selector
+from iolab.errors import IolabError, LabError, PlanError, SelectorError
+from iolab.lab.runner import LabSession
+from iolab.plan.model import Plan
+from iolab.report.model import Report
+from iolab.runs import lifecycle
+from iolab.runs.meta import AbOutcome, AbSettings, KpiOutcome, ab_settings
+from iolab.stats.types import SequentialState
+from iolab.store.store import Store
+
+# blocks when no budget is given: what a 3% effect at ~10% CV needs here (docs/compare.md)
+DEFAULT_MAX_BLOCKS = 200
+
+
+@dataclass(frozen=True)
+class AbSetup:
+    """An open ab run and what its blocks run under: a new run, or a resumed one."""
+
+    run: lifecycle.OpenRun
+    settings: AbSettings
+    items: list[Contrast]
+    first_block: int  # 1 for a new run; after the last stored block for a resumed one
+
+
+@dataclass(frozen=True)
+class AbResult:
+    run_id: int
+    status: str  # finished | interrupted
+    stopped: str  # why the blocks stopped
+    interrupted: bool
+    states: Mapping[tuple[tuple[tuple[str, str], ...], str, str], list[SequentialState]]
+    report: Report | None  # None only when interrupted before a block ended
+
+
+def check_plan(plan: Plan) -> None:
+    """An A/B needs two variants, KPIs and a matrix cell holding the baseline and another."""
+    where = plan.path or plan.name
+    if len(plan.variants) < 2:
+        raise PlanError(f"{where}: `iolab ab` needs a plan with at least two variants")
+    if not plan.kpis:
+        raise PlanError(f"{where}: `iolab ab` needs kpis: the metrics to decide on")
+    if not contrasts(plan, 0.05, 1.0, 1, 1):
+        raise PlanError(f"{where}: no matrix cell holds the baseline and another variant")
+
+
+def start(
+    store: Store,
+    plan: Plan,
+    *,
+    alpha: float = 0.05,
+    margin_pct: float = 1.0,
+    max_blocks: int | None = None,
+    max_time_s: float | None = None,
+    label: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    destroy_data: bool = False,
+) -> AbSetup:
+    """Check and preflight the plan, then create the ab run with its settings."""
+    check_plan(plan)
+    budget = max_blocks if max_blocks is not None else DEFAULT_MAX_BLOCKS
+    settings = AbSettings(alpha, margin_pct, budget, budget, max_time_s)
+    items = contrasts(plan, alpha, margin_pct, budget, budget)
+    run = lifecycle.start(store, plan, kind="ab", label=label, tags=tags, destroy_data=destroy_data)
+    store.update_run_meta(run.run_id, settings.to_meta())
+    return AbSetup(run, settings, items, 1)
+
+
+def resume(
+    store: Store,
+    run_id: int,
+    *,
+    max_blocks: int | None = None,
+    max_time_s: float | None = None,
+    destroy_data: bool = False,
+) -> AbSetup:
+    """Reopen ab run `run_id`: its decisions rebuilt from its stored blocks, going on where
+    it stopped; `max_blocks` (if given) replaces its budget, counting all its blocks."""
+    run = lifecycle.reopen(store, run_id, kind="ab", destroy_data=destroy_data)
+    recorded = ab_settings(store.run(run_id))
+    budget = max_blocks if max_blocks is not None else recorded.max_blocks
+    settings = AbSettings(
+        recorded.alpha, recorded.margin_pct, budget, recorded.stake_blocks, max_time_s
+    )
+    items = contrasts(run.plan, settings.alpha, settings.margin_pct, budget, settings.stake_blocks)
+    last = replay(store, run_id, items)
+    if last >= budget and not all_decided(items):
+        raise IolabError(
+            f"run {run_id} has spent its budget of {budget} blocks; "
+            f"give --max-blocks above {last} to continue it"
+        )
+    store.update_run_meta(run_id, settings.to_meta())
+    return AbSetup(run, settings, items, last + 1)
+
+
+def run(setup: AbSetup, reporter: BlockReporter, *, destroy_data: bool = False) -> AbResult:
+    """The blocks of an open ab run, then its outcome recorded and its report built.
+
+    Ctrl-C (or SIGTERM/SIGHUP) ends the blocks with the machine restored; the result then says
+    `interrupted` and carries the report of the blocks measured so far, if any."""
+    run_, store = setup.run, setup.run.store
+    interrupted = False
+    why = "every KPI has a verdict"
+    try:
+        with lifecycle.running(run_) as ending:
+            if not all_decided(setup.items):  # a resumed run may have its verdicts already
+                session = LabSession(
+                    run_.plan, store, run_.run_id, run_.seed, destroy_data, reporter
+                )
+                with session:
+                    why = run_blocks(
+                        session,
+                        setup.items,
+                        reporter,
+                        first_block=setup.first_block,
+                        max_blocks=setup.settings.max_blocks,
+                        max_time_s=setup.settings.max_time_s,
+                    )
+            ending.status = "finished"
+    except KeyboardInterrupt:
+        interrupted, why = True, "interrupted"
+    states = final_states(setup.items, why)
+    store.update_run_meta(run_.run_id, outcome(setup.items, states, why).to_meta())
+    baseline = run_.plan.baseline or run_.plan.variants[0]
+    options = Options(alpha=setup.settings.alpha, margin_pct=setup.settings.margin_pct)
+    report: Report | None = None
+    try:
+        report = by_report(
+            store, Selector(f"run:{run_.run_id}", run_id=run_.run_id), "variant", baseline, options
+        )
+    except SelectorError:
+        if not interrupted:
+            raise LabError(f"ab run {run_.run_id}: no block measured both variants") from None
+    if report is not None:
+        report = with_sequential(report, states)
+    status = "interrupted" if interrupted else "finished"
+    return AbResult(run_.run_id, status, why, interrupted, states, report)
+
+
+def final_states(
+    items: list[Contrast], why: str
+) -> dict[tuple[tuple[tuple[str, str], ...], str, str], list[SequentialState]]:
+    """Every decision's state at the stop, keyed as `with_sequential` finds its group."""
+    return {
+        sequential_key(c.cell, str(c.baseline.variant), str(c.other.variant)): [
+            d.finish(why) if d.state is None or not d.state.done else d.state
+            for d in c.decisions.values()
+        ]
+        for c in items
+    }
+
+
+def outcome(
+    items: list[Contrast],
+    states: Mapping[tuple[tuple[tuple[str, str], ...], str, str], list[SequentialState]],
+    why: str,
+) -> AbOutcome:
+    return AbOutcome(
+        stopped=why,
+        states=tuple(
+            KpiOutcome(
+                comparison=c.title,
+                kpi=s.name,
+                verdict=s.verdict,
+                blocks=s.n_blocks,
+                estimate_pct=s.estimate_pct,
+                ci_low_pct=s.ci_low_pct,
+                ci_high_pct=s.ci_high_pct,
+            )
+            for c in items
+            for s in states[sequential_key(c.cell, str(c.baseline.variant), str(c.other.variant))]
+        ),
+    )

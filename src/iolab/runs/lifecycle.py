@@ -1,0 +1,162 @@
+"""A run's life, once for every driver: preflight → claim → interrupts → finish, and resume.
+
+The order is the point: nothing is written to the store before the plan has passed the
+lab's preflight (safety rules of designated devices, tools present, monitors known), so a
+refused `iolab run` or `iolab ab` leaves no run behind; a resumed run is marked "running"
+again only when its blocks start (`running`), after its plan has been re-read, checked
+unchanged and preflighted.  `running` turns SIGTERM/SIGHUP into KeyboardInterrupt and
+records how the run ended, whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolab.errors import IolabError, PlanError, RefusedError
+from iolab.lab import provenance
+from iolab.lab.journal import leftovers
+from iolab.lab.runner import interrupts_raise, preflight
+from iolab.plan import load_plan
+from iolab.plan.model import Plan
+from iolab.runs.meta import LabMeta, RecordedKpi, resume_point
+from iolab.store.store import Store
+
+# which command continues a run of each kind
+CONTINUED_BY = {"lab": "iolab run --resume", "ab": "iolab ab --resume"}
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """A run that passed preflight and is claimed in the store: ready for its blocks."""
+
+    store: Store
+    plan: Plan
+    run_id: int
+    seed: int
+    resumed: bool = False
+
+
+def planned_samples(plan: Plan) -> int:
+    return plan.repeat * len(plan.cases)
+
+
+def lab_meta(plan: Plan, seed: int) -> LabMeta:
+    return LabMeta(
+        seed=seed,
+        profile=plan.profile,
+        repeat=plan.repeat,
+        cases=tuple(c.key for c in plan.cases),
+        planned_samples=planned_samples(plan),
+        kpis=tuple(RecordedKpi(k.metric, k.direction) for k in plan.kpis),
+        variants=tuple(plan.variants),
+        baseline=plan.baseline,
+        plan_name=plan.name,
+    )
+
+
+def claim(
+    store: Store,
+    plan: Plan,
+    seed: int,
+    *,
+    kind: str,
+    label: str | None,
+    tags: Mapping[str, str] | None,
+) -> int:
+    """Create the run row (status "running"): the one place a run comes into being, so an
+    atomic store-level claim has exactly one caller to serve."""
+    return store.create_run(
+        kind,
+        label=label,
+        tags=tags,
+        plan_path=plan.path,
+        plan_text=plan.text,
+        plan_hash=plan.sha256,
+        host=provenance.host()["host"],
+        meta=lab_meta(plan, seed).to_json(),
+    )
+
+
+def start(
+    store: Store,
+    plan: Plan,
+    *,
+    kind: str = "lab",
+    label: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    destroy_data: bool = False,
+) -> OpenRun:
+    """Preflight the plan, then create its run (seed drawn when the plan has none)."""
+    preflight(plan, destroy_data=destroy_data)
+    seed = plan.seed if plan.seed is not None else secrets.randbelow(2**31)
+    run_id = claim(store, plan, seed, kind=kind, label=label, tags=tags)
+    return OpenRun(store, plan, run_id, seed)
+
+
+def reopen(store: Store, run_id: int, *, kind: str, destroy_data: bool = False) -> OpenRun:
+    """Run `run_id` again with its own plan and seed, after the same preflight as a new run.
+
+    The run must be of `kind` and not running elsewhere; its plan file must be where it was
+    and unchanged (SHA-256), so that the block orders and cases that follow are the ones
+    the run started with.
+    """
+    info = store.run(run_id)
+    if info.kind != kind:
+        other = CONTINUED_BY.get(info.kind)
+        hint = f"; `{other} {run_id}` continues it" if other else ""
+        raise IolabError(f"run {run_id} is {_a(info.kind)} run, not {_a(kind)} run{hint}")
+    seed, profile = resume_point(info)
+    assert info.plan_path is not None  # resume_point checked it
+    if not Path(info.plan_path).is_file():
+        raise PlanError(f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume")
+    plan = load_plan(info.plan_path, profile)
+    if info.plan_hash and plan.sha256 != info.plan_hash:
+        raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    check_resumable(run_id)
+    preflight(plan, destroy_data=destroy_data)
+    return OpenRun(store, plan, run_id, seed, resumed=True)
+
+
+def check_resumable(run_id: int) -> None:
+    """Refuse to resume a run whose owner is still alive (its journal names it)."""
+    for left in leftovers():
+        if left.meta.get("run_id") == run_id and left.owner_alive:
+            raise RefusedError(f"run {run_id} is still running (pid {left.pid})")
+
+
+@dataclass
+class Ending:
+    """How the run ends; the body of `running` sets `status` when it completes."""
+
+    status: str = "failed"  # finished | interrupted | failed
+
+
+@contextlib.contextmanager
+def running(run: OpenRun) -> Iterator[Ending]:
+    """Interrupts (Ctrl-C, SIGTERM, SIGHUP) raise KeyboardInterrupt inside; the run's status
+    is recorded on the way out — "interrupted" for those, "failed" for any other error."""
+    ending = Ending()
+    if run.resumed:
+        run.store.finish_run(run.run_id, "running")
+    try:
+        with interrupts_raise():
+            yield ending
+    except KeyboardInterrupt:
+        ending.status = "interrupted"
+        with contextlib.suppress(IolabError):
+            run.store.finish_run(run.run_id, ending.status)
+        raise
+    except BaseException:
+        ending.status = "failed"
+        with contextlib.suppress(IolabError):
+            run.store.finish_run(run.run_id, ending.status)
+        raise
+    run.store.finish_run(run.run_id, ending.status)
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"

@@ -1,0 +1,42 @@
+"""Which store a command or script means: the one typed place for the store's location.
+
+`--db` (or the Python API's argument) wins, then `$IOLAB_DB`, then the default file; the
+environment is read here and nowhere else.  No database library is imported, so a command
+can name its store before deciding whether it needs one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV = "IOLAB_DB"
+
+
+def default_path() -> Path:
+    """`$XDG_DATA_HOME/iolab/iolab.db`, else `~/.local/share/iolab/iolab.db`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "iolab" / "iolab.db"
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """A SQLite file path or a SQLAlchemy URL (it contains "://"); None is the default file."""
+
+    text: str | None = None
+    # named by --db or $IOLAB_DB: a read-only command then refuses a file that is not there,
+    # instead of answering from a new, empty store (the default file may simply be new)
+    named: bool = False
+
+    @classmethod
+    def given(cls, location: str | StoreLocation | None = None) -> StoreLocation:
+        """The location a `--db` value (None: not given) names, with $IOLAB_DB as fallback."""
+        if isinstance(location, StoreLocation):
+            return location
+        text = location or os.environ.get(ENV) or None
+        return cls(text, named=text is not None)
+
+    @property
+    def is_url(self) -> bool:
+        return self.text is not None and "://" in self.text

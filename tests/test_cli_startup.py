@@ -1,0 +1,75 @@
+"""Start-up: the commands people run dozens of times an hour load only what they need.
+
+`iolab --help` and `iolab parse` load neither scipy nor SQLAlchemy nor alembic; `iolab
+results` on a current store loads no scipy and no alembic (its revision is read with plain
+SQL).  Each case runs in a fresh interpreter, and the modules it loaded are listed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from iolab.cli.main import COMMANDS, cli
+from iolab.store import open_store
+
+DATA = Path(__file__).parent / "data"
+HEAVY = ("scipy", "numpy", "sqlalchemy", "alembic")
+
+_PROBE = """
+import json, runpy, sys
+args, watched = json.loads(sys.argv[1]), set(json.loads(sys.argv[2]))
+sys.argv = ["iolab", *args]
+try:
+    runpy.run_module("iolab", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted({m.split(".")[0] for m in sys.modules} & watched)
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def loaded(tmp_path: Path, *args: str) -> tuple[object, list[str]]:
+    env = dict(os.environ, IOLAB_DB=str(tmp_path / "s.db"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(list(args)), json.dumps(HEAVY)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    return report["code"], report["heavy"]
+
+
+def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
+    code, heavy = loaded(tmp_path, "--help")
+    assert code == 0 and heavy == []
+
+
+def test_parse_loads_nothing_heavy(tmp_path: Path) -> None:
+    fixture = DATA / "fio-3.33" / "out" / "randread-3jobs.json"
+    code, heavy = loaded(tmp_path, "parse", str(fixture))
+    assert code == 0 and heavy == []
+
+
+def test_results_loads_no_scipy_nor_alembic(tmp_path: Path) -> None:
+    open_store(str(tmp_path / "s.db")).close()  # an empty store, at the newest revision
+    code, heavy = loaded(tmp_path, "results")
+    assert code == 0 and heavy == ["sqlalchemy"]
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_listed_help_is_the_commands_own(name: str) -> None:
+    """`iolab --help` lists commands from a table (so it imports none); each line must be
+    what click would show from the command's own docstring."""
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    assert COMMANDS[name][1] == command.get_short_help_str(limit=65)  # click at 80 columns
