@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cleanup": ("cleanup_cmd", "Undo the changes (mounts, loop devices, images, sysctls, queue..."),
     "compare": ("compare_cmd", "Compare B against A (selectors: run:ID, ID:VARIANT,..."),
     "ab": ("ab_cmd", "Adaptive A/B of PLAN's variants: blocks until every KPI has a..."),
-    "export": ("export_cmd", "Write the samples SELECTOR names (run:ID, label:NAME,..."),
+    "export": ("export_cmd", "Write the samples SELECTOR names (run:ID, label:NAME, tag:K=V,..."),
 }
 
 

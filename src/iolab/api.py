@@ -1,0 +1,190 @@
+"""iolab from Python: the calls the commands make, with typed results (docs/api.md).
+
+Each call opens the store it is given (a path, a SQLAlchemy URL, a `StoreLocation`, or None
+for $IOLAB_DB / the default file), does one job through the services (`iolab.runs`,
+`iolab.ab`, `iolab.analysis`) and closes the store again.  Errors are `IolabError`s with one
+line and an exit code (docs/exit-codes.md); nothing is printed.  Lab calls need root, as
+`iolab run` does, and restore the machine whatever happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from iolab.store.location import StoreLocation
+
+if TYPE_CHECKING:
+    from iolab.ab.loop import BlockReporter
+    from iolab.ab.run import AbResult
+    from iolab.lab.runner import Reporter
+    from iolab.model.result import Result
+    from iolab.model.sample import RunInfo, Sample
+    from iolab.report.model import Report
+    from iolab.runs.plan_run import RunOutcome
+    from iolab.stats.types import Correction
+
+Db = str | StoreLocation | None
+
+
+def parse(path: str) -> list[Result]:
+    """Every result found in a file (fio JSON / normal / terse, xfs_io, dd; `-` = stdin)."""
+    from iolab.ingest.detect import parse_source
+
+    return parse_source(path)
+
+
+def import_files(
+    paths: Sequence[str], label: str, *, tags: Mapping[str, str] | None = None, db: Db = None
+) -> int:
+    """Parse every file, then store all results as one import run (all or nothing); its id."""
+    from iolab.store import open_store
+
+    results = [result for path in paths for result in parse(path)]
+    with open_store(db) as store:
+        return store.import_results(results, label, dict(tags or {}))
+
+
+def run_plan(
+    plan_path: str,
+    *,
+    db: Db = None,
+    profile: str | None = None,
+    label: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    destroy_data: bool = False,
+    reporter: Reporter | None = None,
+) -> RunOutcome:
+    """`iolab run PLAN`: every block of the plan, every sample stored; the run's outcome."""
+    from iolab.plan import load_plan
+    from iolab.runs import lifecycle, plan_run
+    from iolab.store import open_store
+
+    plan = load_plan(plan_path, profile)
+    with open_store(db) as store:
+        run = lifecycle.start(store, plan, label=label, tags=tags, destroy_data=destroy_data)
+        return plan_run.execute(run, destroy_data=destroy_data, reporter=reporter)
+
+
+def run_ab(
+    plan_path: str,
+    *,
+    db: Db = None,
+    profile: str | None = None,
+    alpha: float = 0.05,
+    margin_pct: float = 1.0,
+    max_blocks: int | None = None,
+    max_time_s: float | None = None,
+    label: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    destroy_data: bool = False,
+    reporter: BlockReporter | None = None,
+) -> AbResult:
+    """`iolab ab PLAN`: randomized blocks until every KPI has a sequential verdict or the
+    budget is spent; the stop reason, every KPI's state and the report."""
+    from iolab import ab
+    from iolab.ab.loop import SilentBlockReporter
+    from iolab.plan import load_plan
+    from iolab.store import open_store
+
+    plan = load_plan(plan_path, profile)
+    with open_store(db) as store:
+        setup = ab.run.start(
+            store,
+            plan,
+            alpha=alpha,
+            margin_pct=margin_pct,
+            max_blocks=max_blocks,
+            max_time_s=max_time_s,
+            label=label,
+            tags=tags,
+            destroy_data=destroy_data,
+        )
+        return ab.run.run(setup, reporter or SilentBlockReporter(), destroy_data=destroy_data)
+
+
+def resume_ab(
+    run_id: int,
+    *,
+    db: Db = None,
+    max_blocks: int | None = None,
+    max_time_s: float | None = None,
+    destroy_data: bool = False,
+    reporter: BlockReporter | None = None,
+) -> AbResult:
+    """`iolab ab --resume RUN`: the same test, replayed from the stored blocks, continued."""
+    from iolab import ab
+    from iolab.ab.loop import SilentBlockReporter
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        setup = ab.run.resume(
+            store, run_id, max_blocks=max_blocks, max_time_s=max_time_s, destroy_data=destroy_data
+        )
+        return ab.run.run(setup, reporter or SilentBlockReporter(), destroy_data=destroy_data)
+
+
+def compare(
+    a: str,
+    b: str | None = None,
+    *,
+    db: Db = None,
+    by: str = "variant",
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    margin_pct: float = 1.0,
+    metrics: Sequence[str] = (),
+    correction: Correction = "holm",
+) -> Report:
+    """`iolab compare A [B]`: B against A (selector text, docs/compare.md), or with B None
+    every value of `by` in run A against `baseline`.  Render it with `iolab.report.render`."""
+    from iolab.analysis.build import Options, by_report, pair_report
+    from iolab.analysis.select import parse_selector
+    from iolab.store import open_store
+
+    options = Options(alpha, margin_pct, tuple(metrics), correction)
+    sel_a = parse_selector(a)
+    sel_b = parse_selector(b) if b is not None else None
+    with open_store(db, must_exist=True) as store:
+        if sel_b is None:
+            return by_report(store, sel_a, by, baseline, options)
+        return pair_report(store, sel_a, sel_b, options)
+
+
+def runs(*, db: Db = None, label: str | None = None) -> list[RunInfo]:
+    """The stored runs (optionally those with one label), oldest first."""
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        return store.runs(label=label)
+
+
+def samples(
+    run_id: int,
+    *,
+    db: Db = None,
+    metrics: Sequence[str] | None = None,
+    failed_too: bool = False,
+) -> list[Sample]:
+    """A run's samples with their metrics and histograms (only `metrics`, if given)."""
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        store.run(run_id)  # StoreError (one line) for a run that is not there
+        return store.samples(
+            run_id=run_id,
+            metrics=list(metrics) if metrics is not None else None,
+            status=None if failed_too else "ok",
+        )
+
+
+__all__ = [
+    "compare",
+    "import_files",
+    "parse",
+    "resume_ab",
+    "run_ab",
+    "run_plan",
+    "runs",
+    "samples",
+]
