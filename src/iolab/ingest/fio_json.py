@@ -14,6 +14,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from iolab.errors import IngestError
@@ -160,7 +161,18 @@ def _result(doc: dict[str, Any], source: str) -> Result:
         jobs=jobs,
         histograms=histograms,
         options=_options(options),
+        started_at=_timestamp(doc.get("timestamp")),
     )
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """fio's `timestamp` (seconds since the epoch, when the run ended); None if unusable."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), UTC) if value > 0 else None
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def has_io(job: Job) -> bool:

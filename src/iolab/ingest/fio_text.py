@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from iolab.errors import IngestError
 from iolab.ingest import numbers
@@ -165,9 +166,30 @@ class _Draft:
     prose_since_job: bool = False
     last_group: int = -1  # the last `Run status group N` of this run
     group_dirs: set[str] = field(default_factory=set)  # directions read under that header
+    when: datetime | None = None  # the first job header's date (fio's ctime, zone unknown)
 
     def has_content(self) -> bool:
         return bool(self.jobs or self.group_metrics)
+
+
+_HEADER_DATE = re.compile(r"pid=\s*\d+\s*:\s*(\w{3} \w{3} +\d{1,2} \d\d:\d\d:\d\d \d{4})\s*$")
+
+
+def _header_date(text: str) -> datetime | None:
+    """The date fio prints at the end of a job header (`pid=123: Sat Nov 21 06:58:22 2026`).
+
+    fio prints its machine's local time without a zone; it is kept as if it were UTC, which
+    orders results of one machine correctly (docs/history.md).
+    """
+    match = _HEADER_DATE.search(text)
+    if match is None:
+        return None
+    try:
+        return datetime.strptime(" ".join(match.group(1).split()), "%a %b %d %H:%M:%S %Y").replace(
+            tzinfo=UTC
+        )
+    except ValueError:
+        return None
 
 
 def find(lines: list[str], source: str) -> list[tuple[int, Result]]:
@@ -350,6 +372,8 @@ class _Reader:
                 f"line {line.first + 1}: fio job '{name}' reported error {err} ({reason})",
             )
         self._new_job(line, name, int(match.group("group")))
+        if self.current is not None and self.current.when is None:
+            self.current.when = _header_date(line.text)
 
     def _direction(self, line: _Line) -> None:
         legacy = line.kind == "dir2"
@@ -528,6 +552,7 @@ class _Reader:
             tool_version=draft.version,
             metrics=metrics,
             jobs=jobs,
+            started_at=draft.when,
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 # A histogram: bucket value (in the unit its name carries, e.g. ns) → count.
@@ -38,6 +39,9 @@ class Result:
     jobs: list[Job] = field(default_factory=list)
     histograms: dict[str, Histogram] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)  # global options when known
+    # when the tool ran, as the output itself says (fio JSON `timestamp`, the date of fio's
+    # text job header); None when the output carries no time.  History orders imports by it.
+    started_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `iolab parse --json` object (docs/parse-json.md)."""

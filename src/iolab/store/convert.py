@@ -60,6 +60,7 @@ def sample_from_result(result: Result, run_id: int) -> Sample:
             if job.histograms
         },
         provenance={"options": dict(result.options), "jobs": jobs_prov},
+        started_at=result.started_at,
     )
 
 
