@@ -68,6 +68,7 @@ def test_same_schema_on_sqlite_and_postgres(pg_location: str, tmp_path: Path) ->
     with open_store(str(tmp_path / "s.db")) as lite, open_store(pg_location) as pg:
         lite_shape, pg_shape = _shape(lite.engine), _shape(pg.engine)
     assert set(lite_shape) == {"runs", "run_tags", "samples", "metrics", "histograms",
+                               "regressions", "regression_events", "regression_keys",
                                "iolab_schema_version"}
     assert lite_shape == pg_shape
 

@@ -27,6 +27,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare_cmd", "Compare B against A (selectors: run:ID, ID:VARIANT,..."),
     "ab": ("ab_cmd", "Adaptive A/B of PLAN's variants: blocks until every KPI has a..."),
     "export": ("export_cmd", "Write the samples SELECTOR names (run:ID, label:NAME, tag:K=V,..."),
+    "history": ("history_cmd", "One series per metric and case, change points, and registry..."),
+    "regressions": (
+        "regressions_cmd",
+        "The regression registry: every entry with its status, size and...",
+    ),
 }
 
 

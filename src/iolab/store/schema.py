@@ -149,3 +149,67 @@ class HistogramRow(Base):
     name: Mapped[str] = mapped_column(String(200), primary_key=True)
     bin: Mapped[float] = mapped_column(Float, primary_key=True)
     count: Mapped[int] = mapped_column(BigInteger)
+
+
+class RegressionRow(Base):
+    """One regression in the registry (docs/history.md); its status changes are events.
+
+    `dedup_key` names it (metric, case, the point the change first shows in); hashed, it and
+    its aliases (neighbouring points) are rows of `regression_keys`, unique across entries, so
+    the same regression found twice — history run again, its step placed one point later,
+    the same compare repeated — is entered once.
+    """
+
+    __tablename__ = "regressions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200), index=True)
+    case_key: Mapped[str] = mapped_column(Text)
+    case: Mapped[dict[str, Any]]
+    dedup_key: Mapped[str] = mapped_column(Text)
+    origin: Mapped[str] = mapped_column(String(16))  # history | compare | ab | bisect
+    introduced_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
+    last_good_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
+    introduced_at: Mapped[datetime | None]
+    commit_range: Mapped[str | None] = mapped_column(Text)
+    culprit: Mapped[str | None] = mapped_column(Text)
+    change_pct: Mapped[float | None] = mapped_column(Float)
+    ci_low_pct: Mapped[float | None] = mapped_column(Float)
+    ci_high_pct: Mapped[float | None] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    status: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime]
+    details: Mapped[dict[str, Any]]
+
+
+class RegressionEventRow(Base):
+    """An append-only log line: a status change (or a note) of one regression."""
+
+    __tablename__ = "regression_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    regression_id: Mapped[int] = mapped_column(
+        ForeignKey("regressions.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[datetime]
+    old_status: Mapped[str | None] = mapped_column(String(16))
+    new_status: Mapped[str] = mapped_column(String(16))
+    note: Mapped[str | None] = mapped_column(Text)
+    evidence_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
+
+
+class RegressionKeyRow(Base):
+    """Every key an entry is known by (its dedup key and its aliases); unique across entries."""
+
+    __tablename__ = "regression_keys"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    regression_id: Mapped[int] = mapped_column(
+        ForeignKey("regressions.id", ondelete="CASCADE"), index=True
+    )

@@ -1,0 +1,56 @@
+"""`iolab history SELECTOR`: series over time with change points (docs/history.md)."""
+
+from __future__ import annotations
+
+import click
+
+from iolab.cli.options import store_location
+from iolab.history.service import history
+from iolab.report.history import render_history
+from iolab.store import open_store
+
+
+@click.command("history")
+@click.argument("selector")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="GLOB",
+    help="Only metrics matching GLOB (repeatable); default: the KPIs.",
+)
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="TAG",
+    help="Split series further by the value of run tag TAG (repeatable).",
+)
+@click.option(
+    "--order",
+    default="time",
+    show_default=True,
+    metavar="time|tag:KEY",
+    help="Order points by the result's own time, or by a tag, version-sorted.",
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(["table", "json", "markdown"]),
+    default="table",
+    show_default=True,
+)
+@click.pass_context
+def command(
+    ctx: click.Context,
+    selector: str,
+    metrics: tuple[str, ...],
+    by: tuple[str, ...],
+    order: str,
+    format_name: str,
+) -> None:
+    """One series per metric and case, change points, and registry entries for KPI
+    regressions."""
+    with open_store(store_location(ctx)) as store:
+        result = history(store, selector, metrics, by, order)
+    click.echo(render_history(result, format_name), nl=False)

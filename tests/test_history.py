@@ -1,0 +1,188 @@
+"""History, change points and the regression registry on imported real fio JSON results.
+
+The series are made from a real fio 3.33 JSON output (tests/data): each copy gets its own
+`timestamp` (one hour apart) and its throughput numbers scaled, then all are imported with
+`iolab import` and read back with `iolab history` / `iolab regressions`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from iolab.cli.main import cli
+from iolab.history.changepoints import detect
+from iolab.history.series import version_key
+from iolab.model.regression import NewRegression
+from iolab.store import open_store
+from iolab.store import registry as table
+from store_backends import BACKENDS, location_for
+
+SEQREAD = Path(__file__).parent / "data" / "fio-3.33" / "out" / "seqread.json"
+START = 1_790_000_000  # 2026-09-21
+_SCALED = ("iops", "iops_mean", "bw", "bw_bytes", "bw_mean", "io_bytes", "io_kbytes")
+
+
+@pytest.fixture(params=BACKENDS)
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    yield from location_for(request.param, tmp_path)
+
+
+def iolab(db: Path | str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", str(db), *args], env={"COLUMNS": "250"})
+
+
+def write_series(folder: Path, factors: list[float], order: list[int] | None = None) -> list[str]:
+    """One fio JSON file per factor; file names in `order` so import order is not time order."""
+    doc: dict[str, Any] = json.loads(SEQREAD.read_text())
+    paths: list[str] = []
+    for i in order or range(len(factors)):
+        copy = json.loads(json.dumps(doc))
+        copy["timestamp"] = START + 3600 * i
+        copy["timestamp_ms"] = copy["timestamp"] * 1000
+        copy["time"] = datetime.fromtimestamp(copy["timestamp"], UTC).strftime("%c")
+        for job in copy["jobs"]:
+            for ddir in ("read", "write", "trim"):
+                for key in _SCALED:
+                    if key in job.get(ddir, {}):
+                        job[ddir][key] = job[ddir][key] * factors[i]
+        path = folder / f"r{len(paths):03d}.json"
+        path.write_text(json.dumps(copy))
+        paths.append(str(path))
+    return paths
+
+
+def noisy(
+    n: int, cv: float, seed: int, step_at: int | None = None, step: float = 0.0
+) -> list[float]:
+    rng = np.random.default_rng(seed)
+    f = np.exp(rng.normal(0.0, cv, n))
+    if step_at is not None:
+        f[step_at:] *= 1.0 + step
+    return [float(v) for v in f]
+
+
+def test_a_step_is_one_change_point_and_one_open_entry(tmp_path: Path, location: str) -> None:
+    db = location
+    order = list(range(60))[::-1]  # imported newest first: history must order by timestamp
+    files = write_series(tmp_path, noisy(60, 0.02, 7, step_at=40, step=-0.08), order)
+    assert iolab(db, "import", *files, "--label", "nightly").exit_code == 0
+    done = iolab(db, "history", "label:nightly", "--metric", "read.iops", "--format", "json")
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.stdout)
+    assert body["schema"] == "iolab-history/1"
+    (series,) = body["series"]
+    times = [p["time"] for p in series["points"]]
+    assert times == sorted(times) and len(times) == 60
+    (cp,) = series["change_points"]
+    assert abs(cp["index"] - 40) <= 2
+    assert cp["kind"] == "regression" and cp["p_value"] <= 0.01
+    assert cp["ci_low_pct"] < cp["change_pct"] < cp["ci_high_pct"]
+    assert -11.0 < cp["change_pct"] < -5.0
+    listed = json.loads(iolab(db, "regressions", "--format", "json").stdout)
+    assert listed["schema"] == "iolab-regressions/1"
+    (entry,) = listed["regressions"]
+    assert entry["status"] == "open" and entry["metric"] == "read.iops"
+    assert cp["regression_id"] == entry["id"]
+    # the same history again, and read.bw_bytes (not asked for) does not add entries
+    assert iolab(db, "history", "label:nightly", "--metric", "read.iops").exit_code == 0
+    assert len(json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"]) == 1
+    text = iolab(db, "history", "label:nightly", "--metric", "read.iops").stdout
+    assert "regression at point" in text and any(c in text for c in "▁▂▃▄▅▆▇█")
+
+    # `fixed` needs evidence: refused without, and refused with the regressed runs
+    refused = iolab(db, "regressions", "mark", str(entry["id"]), "fixed")
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert len(refused.stderr.strip().splitlines()) == 1
+    for name, step in (("fix", 0.0), ("still", -0.08)):
+        (tmp_path / name).mkdir()
+        later = write_series(tmp_path / name, noisy(12, 0.02, 8, step_at=0, step=step))
+        assert iolab(db, "import", *later, "--label", name).exit_code == 0
+    still = iolab(db, "regressions", "mark", str(entry["id"]), "fixed", "--evidence", "label:still")
+    assert still.exit_code == 2 and "not marked fixed" in still.stderr
+    ok = iolab(
+        db,
+        "regressions",
+        "mark",
+        str(entry["id"]),
+        "fixed",
+        "--evidence",
+        "label:fix",
+        "--note",
+        "revert merged",
+    )
+    assert ok.exit_code == 0, ok.stderr
+    (entry,) = json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"]
+    assert [e["to"] for e in entry["log"]] == ["open", "fixed"]
+    assert entry["log"][1]["note"] == "revert merged" and entry["log"][1]["evidence_run_id"]
+    md = iolab(db, "regressions", "--format", "markdown").stdout
+    assert "#regzbot title: read.iops" in md
+
+
+@pytest.mark.parametrize("outlier", [None, 30])
+def test_flat_series_and_a_single_outlier_give_nothing(tmp_path: Path, outlier: int | None) -> None:
+    db = tmp_path / "h.db"
+    factors = noisy(60, 0.02, 11)
+    if outlier is not None:
+        factors[outlier] *= 0.6
+    assert iolab(db, "import", *write_series(tmp_path, factors), "--label", "flat").exit_code == 0
+    body = json.loads(iolab(db, "history", "label:flat", "--format", "json").stdout)
+    assert body["series"] and all(not s["change_points"] for s in body["series"])
+    assert json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"] == []
+
+
+def test_permutation_p_includes_the_search() -> None:
+    """On flat noise the reported p is uniform-ish: about alpha of series pass, not more."""
+    hits = sum(bool(detect(noisy(40, 0.05, seed))) for seed in range(60))
+    assert hits <= 4  # alpha 0.01: 0.6 expected; a per-cut t-test at the best cut gives ~50%
+
+
+def test_version_order() -> None:
+    tags = ["6.10", "6.9", "6.10-rc1", "6.10.1", "5.15"]
+    assert sorted(tags, key=version_key) == ["5.15", "6.9", "6.10-rc1", "6.10", "6.10.1"]
+
+
+def test_registry_dedup_log_and_bad_input(location: str) -> None:
+    with open_store(location) as store:
+        run = store.create_run("lab", label="x")
+        entry = NewRegression(
+            metric="write.iops",
+            case_key="c",
+            case={"variant": "a"},
+            dedup_key="k",
+            origin="ab",
+            introduced_run_id=run,
+            aliases=("k2",),
+        )
+        rid, created = table.add(store, entry)
+        # the same regression under its alias, or naming the first key as an alias
+        again = NewRegression(
+            metric="write.iops", case_key="c", case={}, dedup_key="k2", origin="history"
+        )
+        other = NewRegression(
+            metric="write.iops",
+            case_key="c",
+            case={},
+            dedup_key="k3",
+            origin="bisect",
+            aliases=("k",),
+        )
+        assert created and table.add(store, again) == (rid, False)
+        assert table.add(store, other) == (rid, False)
+        table.set_status(store, rid, "confirmed", note="seen twice")
+        store.delete_run(run)  # the entry outlives its run
+        (got,) = table.entries(store)
+        assert got.status == "confirmed" and got.introduced_run_id is None
+        assert [(e.old_status, e.new_status, e.note) for e in got.events] == [
+            (None, "open", None),
+            ("open", "confirmed", "seen twice"),
+        ]
+    assert iolab(location, "regressions", "mark", "99", "confirmed").exit_code == 2
+    assert iolab(location, "history", "label:none", "--order", "size").exit_code == 2
