@@ -186,3 +186,26 @@ def test_registry_dedup_log_and_bad_input(location: str) -> None:
         ]
     assert iolab(location, "regressions", "mark", "99", "confirmed").exit_code == 2
     assert iolab(location, "history", "label:none", "--order", "size").exit_code == 2
+
+
+def test_a_compare_regression_opens_one_entry(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    for name, step in (("base", 0.0), ("bad", -0.08)):
+        (tmp_path / name).mkdir()
+        files = write_series(tmp_path / name, noisy(12, 0.02, 3, step_at=0, step=step))
+        assert iolab(db, "import", *files, "--label", name).exit_code == 0
+    for _ in range(2):
+        done = iolab(db, "compare", "label:base", "label:bad", "--metric", "read.iops")
+        assert done.exit_code == 0, done.stderr
+    (entry,) = json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"]
+    assert entry["origin"] == "compare" and entry["metric"] == "read.iops"
+    assert entry["change_pct"] < -5.0
+    # fixed: measured against the A side of the comparison
+    assert (
+        iolab(
+            db, "regressions", "mark", str(entry["id"]), "fixed", "--evidence", "label:bad"
+        ).exit_code
+        == 2
+    )
+    fixed = iolab(db, "regressions", "mark", str(entry["id"]), "fixed", "--evidence", "label:base")
+    assert fixed.exit_code == 0, fixed.stderr

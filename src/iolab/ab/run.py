@@ -18,6 +18,7 @@ from iolab.ab.loop import BlockReporter, run_blocks
 from iolab.analysis.build import Options, by_report, sequential_key, with_sequential
 from iolab.analysis.select import Selector
 from iolab.errors import IolabError, LabError, PlanError, SelectorError
+from iolab.history.registry import record_report
 from iolab.lab.runner import LabSession
 from iolab.plan.model import Plan
 from iolab.report.model import Report
@@ -150,6 +151,8 @@ def run(setup: AbSetup, reporter: BlockReporter, *, destroy_data: bool = False) 
             raise LabError(f"ab run {run_.run_id}: no block measured both variants") from None
     if report is not None:
         report = with_sequential(report, states)
+        if not interrupted:  # a finished run's KPI regressions → the registry (docs/history.md)
+            record_report(store, report, "ab", f"run:{run_.run_id}", run_id=run_.run_id)
     status = "interrupted" if interrupted else "finished"
     return AbResult(run_.run_id, status, why, interrupted, states, report)
 

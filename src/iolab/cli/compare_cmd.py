@@ -9,6 +9,7 @@ from iolab.analysis.select import parse_selector
 from iolab.cli.options import check_levels, ci_option, margin_option, store_location
 from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import IolabError
+from iolab.history.registry import record_report
 from iolab.store import open_store
 
 
@@ -95,4 +96,5 @@ def command(
             report = by_report(store, sel_a, by or "variant", baseline, options)
         else:
             report = pair_report(store, sel_a, sel_b, options)
+        record_report(store, report, "compare", a, b)  # KPI regressions → the registry
     emit(report, format_name, show_all, ci)

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 
 from iolab.errors import IolabError
 from iolab.model.metrics import Direction, metric_info
-from iolab.model.regression import STATUSES, NewRegression, Regression
+from iolab.model.regression import STATUSES, NewRegression, Origin, Regression
 from iolab.store import registry as table
 from iolab.store.store import Store
 
 if TYPE_CHECKING:
     from iolab.history.series import RawSeries
     from iolab.history.types import ChangePoint, Point
-    from iolab.report.model import Report
+    from iolab.report.model import Group, Report
 
 
 def open_regression(store: Store, entry: NewRegression) -> tuple[int, bool]:
@@ -81,8 +81,24 @@ def _range(before: Point, after: Point) -> str | None:
     return None
 
 
-def record_report(store: Store, report: Report, origin: str) -> list[int]:
-    """Open an entry for every KPI verdict "regression" of a compare or ab report."""
+def record_report(
+    store: Store,
+    report: Report,
+    origin: Origin,
+    a_selector: str,
+    b_selector: str | None = None,
+    run_id: int | None = None,
+) -> list[int]:
+    """Open an entry for every KPI verdict "regression" of a compare or ab report.
+
+    `a_selector` (with `b_selector` for a pair) is what the user selected: the A side of each
+    group, narrowed to its cell, is kept as the pre-regression level that `mark fixed` will
+    measure evidence against.  `run_id`: the run the regression shows in, when one is known.
+    """
+    from iolab.select import parse_selector
+
+    if run_id is None and b_selector is not None:
+        run_id = parse_selector(b_selector).run_id
     ids = []
     for group in report.groups:
         cell = ",".join(f"{k}={group.cell[k]}" for k in sorted(group.cell))
@@ -90,41 +106,34 @@ def record_report(store: Store, report: Report, origin: str) -> list[int]:
             if m.verdict != "regression":
                 continue
             case = {"a": group.a_name, "b": group.b_name, "cell": dict(group.cell)}
-            case_key = f"{origin}|{report.a}|{report.b}|{group.a_name}|{group.b_name}|{cell}"
+            sides = f"{a_selector}|{b_selector or ''}|{group.a_name}|{group.b_name}|{cell}"
             rid, _ = open_regression(
                 store,
                 NewRegression(
                     metric=m.name,
-                    case_key=case_key,
+                    case_key=f"{origin}|{sides}",
                     case=case,
-                    dedup_key=f"{m.name}|{case_key}",
-                    origin="ab" if origin == "ab" else "compare",
+                    dedup_key=f"{m.name}|{origin}|{sides}",
+                    origin=origin,
+                    introduced_run_id=run_id,
                     change_pct=m.change_pct,
                     ci_low_pct=m.ci_low_pct,
                     ci_high_pct=m.ci_high_pct,
                     p_value=m.p_value,
-                    details={
-                        "before_selector": _side(
-                            report.a, group.a_name, report.mode, report.by, group.cell
-                        )
-                    },
+                    details={"before_selector": _side(report, group, a_selector)},
                 ),
             )
             ids.append(rid)
     return ids
 
 
-def _side(a: str, a_name: str, mode: str, by: str | None, cell: dict[str, str]) -> str:
+def _side(report: Report, group: Group, a_selector: str) -> str:
     """A selector for the A side of a group, to measure "fixed" against later."""
-    if mode == "by":
-        parts = [a]
-        if by == "variant":
-            parts.append(f"variant={a_name}")
-        elif by:
-            parts.append(f"{by}={a_name}")
-        parts += [f"{k}={v}" for k, v in cell.items()]
-        return "/".join(parts)
-    return "/".join([a, *(f"{k}={v}" for k, v in cell.items())])
+    parts = [a_selector]
+    if report.mode == "by" and report.by:
+        parts.append(f"{report.by}={group.a_name}")
+    parts += [f"{k}={v}" for k, v in group.cell.items()]
+    return "/".join(parts)
 
 
 def regressions(store: Store, status: Sequence[str] | None = None) -> list[Regression]:
