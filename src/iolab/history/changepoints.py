@@ -125,16 +125,20 @@ def confirm(
 
 
 def candidates(y: NDArray[np.float64], sigma: float, options: DetectOptions) -> list[int]:
-    """PELT (ruptures, L2 cost) on y/sigma with a BIC-like penalty: candidate cut indices."""
+    """Penalised least-squares segmentation of y/sigma: candidate cut indices.
+
+    ruptures' KernelCPD with the linear kernel is PELT on the L2 cost (the same exact optimum
+    as `Pelt(model="l2")`, checked equal) in C: 1,000 points take milliseconds, not seconds.
+    """
     import ruptures
 
     n = y.size
     if n < 2 * options.min_segment:
         return []
     signal = (y / sigma).reshape(-1, 1)
-    algo = ruptures.Pelt(model="l2", min_size=options.min_segment, jump=1).fit(signal)
-    cuts: list[int] = algo.predict(pen=options.penalty * math.log(n))
-    return [c for c in cuts if c < n]
+    algo = ruptures.KernelCPD(kernel="linear", min_size=options.min_segment, jump=1)
+    cuts = algo.fit(signal).predict(pen=options.penalty * math.log(n))
+    return [int(c) for c in cuts if c < n]
 
 
 def detect(

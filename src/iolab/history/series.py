@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import PurePath
 
 from iolab.errors import IolabError
@@ -70,6 +71,37 @@ def _kpis(run: RunInfo, names: set[str]) -> set[str]:
     return {n for n in names if any(fnmatchcase(n, g) for g in _IMPORT_KPIS)}
 
 
+@lru_cache(maxsize=256)
+def _orders(n: int) -> int | None:
+    """k of the 95% order-statistic interval of a median of n (one scipy call per n)."""
+    from iolab.stats.summary import median_ci_orders
+
+    found = median_ci_orders(n, 0.95)
+    return None if found is None else found[0]
+
+
+def run_point(run: RunInfo, group: Sequence[Sample], name: str) -> Point:
+    """A lab run's point: the median of its samples with the distribution-free interval."""
+    values = sorted(s.metrics[name] for s in group)
+    n = len(values)
+    mid = n // 2
+    median = values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2.0
+    k = _orders(n)
+    starts = [s.started_at for s in group if s.started_at is not None]
+    return Point(
+        run_id=run.id,
+        sample_id=None,
+        label=run.label,
+        time=min(starts) if starts else run.created_at,
+        tags=dict(group[0].tags),
+        value=median,
+        ci_low=values[k - 1] if k else None,
+        ci_high=values[n - k] if k else None,
+        n=n,
+        se_log=_se_log(values),
+    )
+
+
 def _se_log(values: Sequence[float]) -> float | None:
     logs = [math.log(v) for v in values if v > 0]
     if len(logs) < 2:
@@ -79,34 +111,39 @@ def _se_log(values: Sequence[float]) -> float | None:
     return 1.2533 * sd / math.sqrt(len(logs))  # the median's SE under normal noise
 
 
+def choose_metrics(
+    names: set[str], runs: Sequence[RunInfo], globs: Sequence[str]
+) -> tuple[set[str], set[str]]:
+    """(metrics to show, which of them are KPIs): the globs' matches, else the KPIs.
+
+    A lab run's KPIs are its plan's (recorded in the run); an import's are the iops and
+    bandwidth of every direction present.
+    """
+    kpis: set[str] = set()
+    for run in runs:
+        kpis |= _kpis(run, names) & names
+    if not globs:
+        return kpis, kpis
+    wanted = {n for n in names if any(fnmatchcase(n, g) for g in globs)}
+    if not wanted:
+        shown = ", ".join(sorted(names)[:8]) + (" …" if len(names) > 8 else "")
+        raise IolabError(
+            f"--metric {' '.join(globs)}: matches none of the metrics selected ({shown})"
+        )
+    return wanted, kpis & wanted
+
+
 def build(
     samples: Sequence[Sample],
     runs: dict[int, RunInfo],
-    metrics: Sequence[str],
+    wanted: set[str],
+    kpis: set[str],
     by: Sequence[str],
     order: str,
 ) -> tuple[list[RawSeries], list[str]]:
     """Group samples into series and points; warnings for what had to be left out."""
-    from iolab.stats import summarize
-
     how, tag = order_key(order)
     warnings: list[str] = []
-    names = {n for s in samples for n in s.metrics}
-    if metrics:
-        wanted = {n for n in names if any(fnmatchcase(n, g) for g in metrics)}
-        if not wanted:
-            raise IolabError(
-                f"--metric {' '.join(metrics)}: matches none of the metrics selected "
-                f"({', '.join(sorted(names)[:8])}{' …' if len(names) > 8 else ''})"
-            )
-    else:
-        wanted = set()
-        for run_id in {s.run_id for s in samples}:
-            wanted |= _kpis(runs[run_id], names) & names
-    kpis: set[str] = set()
-    for run_id in {s.run_id for s in samples}:
-        kpis |= _kpis(runs[run_id], names)
-
     # (metric, case key) -> run -> samples
     groups: dict[tuple[str, str], dict[int, list[Sample]]] = defaultdict(lambda: defaultdict(list))
     cases: dict[str, Case] = {}
@@ -123,9 +160,10 @@ def build(
             host=run.host,
             extra={k: sample.tags.get(k, "") for k in by},
         )
-        cases.setdefault(case.key, case)
-        for name in wanted & set(sample.metrics):
-            groups[(name, case.key)][sample.run_id].append(sample)
+        key = case.key
+        cases.setdefault(key, case)
+        for name in wanted & sample.metrics.keys():
+            groups[(name, key)][sample.run_id].append(sample)
     if missing_tag:
         warnings.append(f"{missing_tag} sample(s) without tag {tag!r} left out of the order")
 
@@ -152,23 +190,7 @@ def build(
                         )
                     )
                 continue
-            values = [s.metrics[name] for s in group]
-            summary = summarize(values)
-            starts = [s.started_at for s in group if s.started_at is not None]
-            points.append(
-                Point(
-                    run_id,
-                    None,
-                    run.label,
-                    min(starts) if starts else run.created_at,
-                    dict(group[0].tags),
-                    summary.median,
-                    summary.median_ci_low,
-                    summary.median_ci_high,
-                    summary.n,
-                    _se_log(values),
-                )
-            )
+            points.append(run_point(run, group, name))
         if how == "tag":
             assert tag is not None
             points.sort(key=lambda p: (version_key(p.tags[tag]), p.time or _EPOCH, p.run_id))

@@ -16,7 +16,7 @@ from iolab.analysis.select import parse_selector
 from iolab.errors import SelectorError
 from iolab.history import registry
 from iolab.history.changepoints import DetectOptions, Split, detect
-from iolab.history.series import RawSeries, build
+from iolab.history.series import RawSeries, build, choose_metrics, order_key
 from iolab.history.types import ChangePoint, History, Point, Series
 from iolab.model.metrics import Direction, metric_info
 from iolab.model.regression import Regression
@@ -85,18 +85,22 @@ def history(
         runs = {sel.run_id: store.run(sel.run_id)}
     else:
         runs = {r.id: r for r in store.runs(label=sel.label, tags=sel.tags or None)}
+    order_key(order)  # a bad --order fails before the store is read
+    names = set(store.metric_names(run_id=sel.run_id, label=sel.label))
+    wanted, kpis = choose_metrics(names, list(runs.values()), metrics) if names else (set(), set())
     samples = store.samples(
         run_id=sel.run_id,
         label=sel.label,
         variant=sel.variant,
         cell=sel.cell or None,
         tags=sel.tags or None,
+        metrics=sorted(wanted),
         with_jobs=False,
         with_histograms=False,
     )
     if not samples:
         raise SelectorError(f"selector {selector!r} selects no samples")
-    raws, warnings = build(samples, runs, metrics, by, order)
+    raws, warnings = build(samples, runs, wanted, kpis, by, order)
     out: list[Series] = []
     for raw in raws:
         info = metric_info(raw.metric)
