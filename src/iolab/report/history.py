@@ -214,6 +214,9 @@ def _introduced(r: Regression) -> str:
         return r.culprit
     if r.commit_range:
         return r.commit_range
+    first, last = r.details.get("introduced"), r.details.get("last_good")
+    if isinstance(first, str) and isinstance(last, str):
+        return f"{last} .. {first}"
     if r.introduced_run_id is not None:
         last = f"run {r.last_good_run_id} .. " if r.last_good_run_id is not None else ""
         return f"{last}run {r.introduced_run_id}"
