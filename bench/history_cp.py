@@ -7,6 +7,7 @@ one lab job, ~210 runs in recording order each):
 - "window": a contiguous stretch of the recording, so the machine's drift is kept;
 - "runs": each point the median of a lab run of 5 consecutive samples from a random place
   (iolab's method also gets each run's standard error from its 5 samples);
+- "runs-quiet": the same, from the quiet recording only (CV 12% per sample);
 - "shuffled": the same values in random order (independent noise).
 A step series multiplies every point from a random position in [length/4, 3*length/4) on by
 (1 - step).  For every method: false change points per 100 points of flat series, and for
@@ -39,6 +40,7 @@ DATA = Path(__file__).with_name("data")
 SETS = ("ext4-fsync-16k-lab.csv", "ext4-fsync-16k-lab-quiet.csv")
 STEPS = (0.03, 0.05, 0.10)
 TOLERANCE = 3
+MODES = ("window", "runs", "runs-quiet", "shuffled")
 
 RUN = 5  # samples per lab run in the "runs" condition
 # a method sees the per-run values and, when runs had replicates, each value's standard error
@@ -80,6 +82,7 @@ class Tally:
     trials: dict[float, int] | None = None
     seconds: float = 0.0
     calls: int = 0
+    hits5: list[bool] | None = None  # per replicate: the 5% step detected?
 
 
 def draw(
@@ -88,7 +91,7 @@ def draw(
     """A series of `length` points and, for runs with replicates, each point's log-scale SE."""
     if mode == "shuffled":
         return rng.choice(source, size=length, replace=False), None
-    if mode == "runs":
+    if mode.startswith("runs"):
         starts = rng.integers(0, source.size - RUN + 1, size=length)
         runs = np.stack([source[s : s + RUN] for s in starts])
         se = 1.2533 * np.std(np.log(runs), axis=1, ddof=1) / np.sqrt(RUN)
@@ -103,15 +106,16 @@ def run(
     rng = np.random.default_rng(seed)
     sources = [load(DATA / name) for name in SETS]
     out: dict[tuple[str, str], Tally] = {}
-    for mode in ("window", "runs", "shuffled"):
+    for mode in MODES:
         for name in methods:
             out[(mode, name)] = Tally(
                 detected={s: 0 for s in STEPS},
                 errors={s: [] for s in STEPS},
                 trials={s: 0 for s in STEPS},
+                hits5=[],
             )
         for rep in range(reps):
-            src = sources[rep % len(sources)]
+            src = sources[1] if mode == "runs-quiet" else sources[rep % len(sources)]
             flat, flat_se = draw(src, length, mode, rng)
             steps = []
             for step in STEPS:
@@ -130,9 +134,12 @@ def run(
                     assert tally.trials and tally.detected is not None and tally.errors is not None
                     tally.trials[step] += 1
                     near = [c for c in cps if abs(c - at) <= TOLERANCE]
-                    if len(cps) == 1 and near:
+                    hit = len(cps) == 1 and bool(near)
+                    if hit:
                         tally.detected[step] += 1
                         tally.errors[step].append(abs(near[0] - at))
+                    if step == 0.05 and tally.hits5 is not None:
+                        tally.hits5.append(hit)
                 tally.seconds += time.perf_counter() - t0
                 tally.calls += 1 + len(steps)
     return out
@@ -158,6 +165,25 @@ def table(results: dict[tuple[str, str], Tally], reps: int, length: int, seed: i
         fp = 100.0 * t.flat_found / max(t.flat_points, 1)
         ms = 1000.0 * t.seconds / max(t.calls, 1)
         lines.append(f"| {mode} | {name} | {fp:.2f} | " + " | ".join(cells) + f" | {ms:.0f} |")
+    names = list(dict.fromkeys(name for _, name in results))
+    first, otava = names[0], next((n for n in names if n.startswith("Otava")), None)
+    if otava is not None and otava != first:
+        lines += [
+            "",
+            f"5% steps, the same series: detected by {first.split(' (')[0]} only / by Otava only "
+            "(discordant pairs; an exact sign test on them compares the two detection rates)",
+            "",
+            "| series | iolab only | Otava only | sign-test p (two-sided) |",
+            "|---|---|---|---|",
+        ]
+        from scipy.stats import binomtest
+
+        for mode in dict.fromkeys(m for m, _ in results):
+            a, b = results[(mode, first)].hits5 or [], results[(mode, otava)].hits5 or []
+            only_a = sum(x and not y for x, y in zip(a, b, strict=True))
+            only_b = sum(y and not x for x, y in zip(a, b, strict=True))
+            p = binomtest(only_a, only_a + only_b).pvalue if only_a + only_b else 1.0
+            lines.append(f"| {mode} | {only_a} | {only_b} | {p:.2g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -172,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     methods: dict[str, Method] = {
         "iolab (PELT + rank permutation, min segment 5, alpha 0.01)": iolab_method(DetectOptions()),
         "iolab, min segment 3": iolab_method(DetectOptions(min_segment=3)),
+        "iolab, alpha 0.02": iolab_method(DetectOptions(alpha=0.02)),
         "ruptures PELT alone": pelt_only,
         "Otava defaults (window 50, p 0.001)": otava_default,
     }

@@ -82,19 +82,18 @@ def noise_scale(y: NDArray[np.float64], se: Sequence[float] | None = None) -> fl
     return sigma
 
 
-def _scan(ranks: NDArray[np.float64], min_segment: int) -> NDArray[np.float64]:
-    """|standardised rank sum| of the left part for every admissible cut; rows = series.
+def _scan(values: NDArray[np.float64], min_segment: int) -> NDArray[np.float64]:
+    """|standardised left sum| for every admissible cut; rows = permutations of one stretch.
 
-    `ranks` is (m, n): m series of the ranks 1..n.  Cut k (min_segment <= k <= n-min_segment)
-    splits [0, k) | [k, n); under exchangeability the left rank sum has mean k(n+1)/2 and
-    variance k(n-k)(n+1)/12.
+    `values` is (m, n).  Cut k (min_segment <= k <= n-min_segment) splits [0, k) | [k, n);
+    under exchangeability the left sum has mean k*mean and a variance proportional to
+    k(n-k)/n (the same constant for every row, so it is left out).
     """
-    n = ranks.shape[1]
+    n = values.shape[1]
     k = np.arange(min_segment, n - min_segment + 1, dtype=float)
-    csum = np.cumsum(ranks, axis=1)[:, min_segment - 1 : n - min_segment]
-    mean = k * (n + 1) / 2.0
-    sd = np.sqrt(k * (n - k) * (n + 1) / 12.0)
-    result: NDArray[np.float64] = np.abs(csum - mean) / sd
+    csum = np.cumsum(values, axis=1)[:, min_segment - 1 : n - min_segment]
+    centre = k * float(values[0].mean())
+    result: NDArray[np.float64] = np.abs(csum - centre) / np.sqrt(k * (n - k) / n)
     return result
 
 
