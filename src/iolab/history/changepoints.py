@@ -169,7 +169,9 @@ def detect(
             key=lambda i: 1.0 if tested[i] is None else tested[i].p_value,  # type: ignore[union-attr]
         )
         worst = tested[weakest]
-        if worst is not None and worst.p_value <= opts.alpha:
+        # Bonferroni over the change points still standing: a series with one true step pays
+        # nothing, and a family of spurious cuts must each beat alpha / their number
+        if worst is not None and worst.p_value <= opts.alpha / len(cuts):
             return [
                 Split(c, s.start, s.stop, s.statistic, s.p_value)
                 for c, s in zip(cuts, tested, strict=True)
