@@ -51,6 +51,6 @@ def command(
 ) -> None:
     """One series per metric and case, change points, and registry entries for KPI
     regressions."""
-    with open_store(store_location(ctx)) as store:
+    with open_store(store_location(ctx), must_exist=True) as store:
         result = history(store, selector, metrics, by, order)
     click.echo(render_history(result, format_name), nl=False)

@@ -27,7 +27,7 @@ def command(ctx: click.Context, status: tuple[str, ...], format_name: str) -> No
     """The regression registry: every entry with its status, size and log."""
     if ctx.invoked_subcommand is not None:
         return
-    with open_store(store_location(ctx)) as store:
+    with open_store(store_location(ctx), must_exist=True) as store:
         found = regressions(store, status)
     click.echo(render_regressions(found, format_name), nl=False)
 

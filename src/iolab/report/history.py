@@ -12,7 +12,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from iolab.history.types import ChangePoint, History, Point, Series
+from iolab.model.history import ChangePoint, History, Point, Series
 from iolab.model.regression import Regression
 from iolab.report.fmt import value as fmt_value
 
