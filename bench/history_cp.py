@@ -18,7 +18,7 @@ Methods: iolab's choice (iolab.history.changepoints.detect with its defaults), O
 defaults (`otava.analysis.compute_change_points(series, window_len=50, max_pvalue=0.001)`,
 the real apache-otava 0.8.0 package: `.venv/bin/pip install --no-deps apache-otava==0.8.0`,
 its analysis module needs only numpy and scipy), and the alternatives measured before
-choosing: ruptures' PELT alone (no confirmation), and the confirmation with min_segment 3.
+choosing: alpha 0.01, min_segment 3, and ruptures' PELT alone (no confirmation).
 """
 
 from __future__ import annotations

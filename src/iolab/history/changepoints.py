@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 DEFAULT_MIN_SEGMENT = 5
-DEFAULT_ALPHA = 0.01
+DEFAULT_ALPHA = 0.02  # chosen against 0.01 in bench/history_cp.py (docs/history.md)
 DEFAULT_PENALTY = 1.0  # times log(n), in units of the noise variance
 DEFAULT_PERMUTATIONS = 999
 
