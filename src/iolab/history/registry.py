@@ -95,7 +95,7 @@ def record_report(
     group, narrowed to its cell, is kept as the pre-regression level that `mark fixed` will
     measure evidence against.  `run_id`: the run the regression shows in, when one is known.
     """
-    from iolab.select import parse_selector
+    from iolab.analysis.select import parse_selector
 
     if run_id is None and b_selector is not None:
         run_id = parse_selector(b_selector).run_id
