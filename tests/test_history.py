@@ -219,3 +219,66 @@ def test_a_compare_regression_opens_one_entry(tmp_path: Path) -> None:
     )
     fixed = iolab(db, "regressions", "mark", str(entry["id"]), "fixed", "--evidence", "label:base")
     assert fixed.exit_code == 0, fixed.stderr
+
+
+def test_lab_runs_are_medians_ordered_by_version_tag(tmp_path: Path) -> None:
+    """Lab runs (stored as the lab stores them) give one point each: the median of the run's
+    samples with its interval; --order tag:kernel sorts 6.9 before 6.10; --by splits."""
+    from datetime import timedelta
+
+    from iolab.model.sample import Sample
+
+    db = tmp_path / "lab.db"
+    kernels = [f"6.{minor}" for minor in range(2, 16)]  # 6.2 … 6.15, stored out of order
+    rng = np.random.default_rng(5)
+    with open_store(str(db)) as store:
+        for machine in ("vm1", "vm2"):
+            for i, kernel in enumerate(reversed(kernels)):
+                run = store.create_run(
+                    "lab",
+                    label="nightly",
+                    host="box",
+                    meta={"kpis": ["write.iops"]},
+                    tags={"kernel": kernel, "machine": machine},
+                )
+                level = 1000.0 * (0.9 if int(kernel.split(".")[1]) >= 10 else 1.0)
+                for block in range(7):
+                    at = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=i, minutes=block)
+                    value = level * float(np.exp(rng.normal(0, 0.01)))
+                    store.add_sample(
+                        Sample(
+                            run_id=run,
+                            variant="fsync",
+                            cell={"writers": 16},
+                            block=block,
+                            metrics={"write.iops": value},
+                            started_at=at,
+                        )
+                    )
+                store.finish_run(run)
+    done = iolab(
+        db,
+        "history",
+        "label:nightly",
+        "--order",
+        "tag:kernel",
+        "--by",
+        "machine",
+        "--format",
+        "json",
+    )
+    assert done.exit_code == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert [s["case"]["by"] for s in body["series"]] == [{"machine": "vm1"}, {"machine": "vm2"}]
+    for series in body["series"]:
+        points = series["points"]
+        assert [p["tags"]["kernel"] for p in points] == kernels
+        assert all(p["n"] == 7 and p["ci_low"] <= p["value"] <= p["ci_high"] for p in points)
+        (cp,) = series["change_points"]
+        assert points[cp["index"]]["tags"]["kernel"] == "6.10"
+        assert cp["before"]["tags"]["kernel"] == "6.9"
+    entries = json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"]
+    assert [e["commit_range"] for e in entries] == ["6.9..6.10", "6.9..6.10"]  # one per machine
+    assert (
+        "#regzbot introduced: 6.9..6.10" in iolab(db, "regressions", "--format", "markdown").stdout
+    )
