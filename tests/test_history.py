@@ -282,3 +282,14 @@ def test_lab_runs_are_medians_ordered_by_version_tag(tmp_path: Path) -> None:
     assert (
         "#regzbot introduced: 6.9..6.10" in iolab(db, "regressions", "--format", "markdown").stdout
     )
+    # the same through iolab.api, typed
+    from iolab import api
+
+    h = api.history("label:nightly", db=str(db), order="tag:kernel", by=["machine"], record=False)
+    assert [len(s.change_points) for s in h.series] == [1, 1]
+    assert h.series[0].change_points[0].after.tags["kernel"] == "6.10"
+    first = api.regressions(db=str(db))[0]
+    marked = api.mark_regression(first.id, "invalid", db=str(db), note="a kernel config change")
+    assert marked.status == "invalid" and marked.events[-1].note == "a kernel config change"
+    still_open = [r.id for r in api.regressions(db=str(db), status=["open"])]
+    assert len(still_open) == 1 and first.id not in still_open

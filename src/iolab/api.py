@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from iolab.ab.loop import BlockReporter
     from iolab.ab.run import AbResult
     from iolab.lab.runner import Reporter
+    from iolab.model.history import History
+    from iolab.model.regression import Regression
     from iolab.model.result import Result
     from iolab.model.sample import RunInfo, Sample
     from iolab.report.model import Report
@@ -145,10 +147,59 @@ def compare(
     options = Options(alpha, margin_pct, tuple(metrics), correction)
     sel_a = parse_selector(a)
     sel_b = parse_selector(b) if b is not None else None
+    from iolab.history.registry import record_report
+
     with open_store(db, must_exist=True) as store:
         if sel_b is None:
-            return by_report(store, sel_a, by, baseline, options)
-        return pair_report(store, sel_a, sel_b, options)
+            report = by_report(store, sel_a, by, baseline, options)
+        else:
+            report = pair_report(store, sel_a, sel_b, options)
+        record_report(store, report, "compare", a, b)  # as `iolab compare` does
+        return report
+
+
+def history(
+    selector: str,
+    *,
+    db: Db = None,
+    metrics: Sequence[str] = (),
+    by: Sequence[str] = (),
+    order: str = "time",
+    record: bool = True,
+) -> History:
+    """`iolab history SELECTOR`: series, change points, and (with `record`) registry entries
+    for KPI regressions (docs/history.md)."""
+    from iolab.history.service import history as build_history
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        return build_history(store, selector, metrics, by, order, record=record)
+
+
+def regressions(*, db: Db = None, status: Sequence[str] = ()) -> list[Regression]:
+    """`iolab regressions`: the registry's entries with their logs, oldest first."""
+    from iolab.history.service import regressions as entries
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        return entries(store, status)
+
+
+def mark_regression(
+    regression_id: int,
+    status: str,
+    *,
+    db: Db = None,
+    note: str | None = None,
+    evidence: str | None = None,
+) -> Regression:
+    """`iolab regressions mark ID STATUS`: "fixed" needs `evidence` (a selector) that shows
+    the metric back at its pre-regression level."""
+    from iolab.history.service import mark
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        return mark(store, regression_id, status, note, evidence)
 
 
 def runs(*, db: Db = None, label: str | None = None) -> list[RunInfo]:
@@ -180,8 +231,11 @@ def samples(
 
 __all__ = [
     "compare",
+    "history",
     "import_files",
+    "mark_regression",
     "parse",
+    "regressions",
     "resume_ab",
     "run_ab",
     "run_plan",
