@@ -293,3 +293,31 @@ def test_lab_runs_are_medians_ordered_by_version_tag(tmp_path: Path) -> None:
     assert marked.status == "invalid" and marked.events[-1].note == "a kernel config change"
     still_open = [r.id for r in api.regressions(db=str(db), status=["open"])]
     assert len(still_open) == 1 and first.id not in still_open
+
+
+def test_user_text_is_escaped(tmp_path: Path) -> None:
+    from iolab.model.sample import Sample
+
+    db = tmp_path / "esc.db"
+    with open_store(str(db)) as store:
+        for i in range(3):
+            run = store.create_run("lab", label="x", tags={"machine": "vm\x1b[31m|1"})
+            for block in range(3):
+                at = datetime(2026, 1, 1 + i, tzinfo=UTC)
+                store.add_sample(
+                    Sample(
+                        run_id=run,
+                        variant="v|\x07",
+                        block=block,
+                        metrics={"write.iops": 100.0 + block},
+                        started_at=at,
+                    )
+                )
+            store.finish_run(run)
+    for fmt in ("table", "markdown"):
+        out = iolab(
+            db, "history", "label:x", "--metric", "write.iops", "--by", "machine", "--format", fmt
+        ).stdout
+        assert "\x1b" not in out and "\x07" not in out and "\\x1b[31m" in out
+        if fmt == "markdown":
+            assert "v\\|" in out and "vm\\x1b[31m\\|1" in out
