@@ -16,6 +16,10 @@ EXIT_INTERRUPTED = 5  # Ctrl-C / SIGTERM: the machine was restored, finished sam
 # compare / ab in --ci mode
 EXIT_REGRESSION = 10  # at least one KPI regressed
 EXIT_INCONCLUSIVE = 11  # no KPI regressed but at least one has no verdict yet
+# bisect: found exits 0
+EXIT_BISECT_RANGE = 20  # the first bad commit is one of a range (unbuildable or undecided)
+EXIT_BISECT_NO_REGRESSION = 21  # the ends do not differ (or bad is better): no culprit
+EXIT_BISECT_NOT_KNOWN = 22  # not enough evidence (ends undecided, culprit not reproduced)
 
 
 class IolabError(Exception):

@@ -245,7 +245,7 @@ def _single_lab_run(samples: Sequence[Sample], runs: Mapping[int, RunInfo]) -> b
     if len(ids) != 1:
         return False
     (rid,) = ids
-    return runs[rid].kind in ("lab", "ab") and all(s.block is not None for s in samples)
+    return runs[rid].kind in ("lab", "ab", "bisect") and all(s.block is not None for s in samples)
 
 
 def kpis_of(

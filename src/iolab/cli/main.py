@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "regressions_cmd",
         "The regression registry: every entry with its status, size and...",
     ),
+    "bisect": ("bisect_cmd", "SHORT"),
 }
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from iolab.plan.placeholders import device_index, names_in, render_text
+from iolab.plan.placeholders import device_index, fill_commit, names_in, render_text
 
 _SECTION = re.compile(r"\s*\[([^\]]+)\]\s*$")
 
@@ -79,7 +79,8 @@ def check_job(text: str) -> str | None:
         mounts = [f"{tmp}/mnt{i}" for i in range(count)]
         devices = [f"{tmp}/dev{i}" for i in range(count)]
         try:
-            rendered = render_text(text, mounts, devices, f"{tmp}/work")
+            commit = fill_commit(text, f"{tmp}/src", "0" * 40)
+            rendered = render_text(commit, mounts, devices, f"{tmp}/work")
         except KeyError as e:
             return f"unknown placeholder {{{e.args[0]}}}"
         job = Path(tmp) / "job.fio"

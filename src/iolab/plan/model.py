@@ -12,6 +12,7 @@ with `iolab.plan.placeholders.render_workload(workload, mounts, devices, workdir
     {mnt}  {mnt0} {mnt1} ...   mount points (one filesystem per target device; {mnt} = {mnt0})
     {dev}  {dev0} {dev1} ...   block device paths, e.g. /dev/loop7 ({dev} = {dev0})
     {workdir}                  a private scratch directory for the sample (not on the target)
+    {src} {rev}                `iolab bisect` only: the commit's work tree and full sha
     {{ and }}                  literal braces
 
 Conventions: sequences are tuples; mappings are plain dicts that nobody mutates; sizes are
@@ -89,6 +90,8 @@ class WorkloadSpec:
     fio_text: str | None = None  # fio only: job file text, overrides applied
     argv: tuple[str, ...] = ()  # xfs_io/dd/command: full argv incl. program ("xfs_io", "-f", ..)
     metric: MetricRule | None = None  # command only
+    # fio only: a job file path naming {src}, read per commit by `iolab bisect` (fio_text None)
+    fio_file: str | None = None
 
 
 @dataclass(frozen=True)

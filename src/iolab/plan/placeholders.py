@@ -3,6 +3,8 @@
 Two passes, because values come from two places: the plan layer substitutes `vars:` and matrix
 dimensions at expansion (`substitute`), leaving the machine-dependent names ({mnt}, {devN},
 {workdir}) and `{{`/`}}` escapes alone; the lab fills those per sample (`render_workload`).
+`iolab bisect` adds a pass in between: {src} (the commit's work tree) and {rev} (its full
+sha) are filled per commit (`fill_commit`); outside a bisect they have no value.
 """
 
 from __future__ import annotations
@@ -16,11 +18,30 @@ from iolab.plan.model import WorkloadSpec
 # `${NAME}` is fio's environment-variable syntax: not ours, left alone.
 _TOKEN = re.compile(r"\{\{|\}\}|(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LAB_NAME = re.compile(r"(mnt|dev)(\d*)|workdir\Z")
+# filled per commit by `iolab bisect`
+COMMIT_NAMES = ("src", "rev")
 
 
 def is_lab_placeholder(name: str) -> bool:
-    """{mnt}, {mnt3}, {dev}, {dev0}, {workdir}: filled by the lab, not the plan."""
-    return _LAB_NAME.fullmatch(name) is not None
+    """{mnt}, {mnt3}, {dev}, {dev0}, {workdir}: filled by the lab, not the plan; {src} and
+    {rev}: filled by `iolab bisect` per commit."""
+    return _LAB_NAME.fullmatch(name) is not None or name in COMMIT_NAMES
+
+
+def uses_commit(text: str) -> bool:
+    """Whether `text` names {src} or {rev}."""
+    return any(name in COMMIT_NAMES for name in names_in(text))
+
+
+def fill_commit(text: str, src: str, rev: str) -> str:
+    """Bisect pass: fill {src} and {rev}; everything else (lab names, escapes) stays."""
+    values = {"src": src, "rev": rev}
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return values[name] if name in values else m.group(0)
+
+    return _TOKEN.sub(one, text)
 
 
 def names_in(text: str) -> list[str]:
@@ -81,6 +102,8 @@ def render_workload(
     workload: WorkloadSpec, mounts: Sequence[str], devices: Sequence[str], workdir: str
 ) -> WorkloadSpec:
     """The workload with every lab placeholder filled, ready to execute."""
+    if workload.fio_file is not None:  # a job file inside the commit's tree: bisect only
+        raise KeyError("src")
     text = workload.fio_text
     return replace(
         workload,

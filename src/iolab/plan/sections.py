@@ -275,6 +275,12 @@ def read_workload(
         node.fail(f"needs exactly one of {kinds}, got {', '.join(given) or 'none'}")
     kind = given[0]
     body = entries[kind]
+    if kind == "fio_file" and _commit_path(body):
+        if fio_overrides:
+            body.fail("a job file read from {src} takes no fio option overrides")
+        path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
+        _check_placeholders(body, [path], ctx)
+        return WorkloadSpec("fio", fio_file=path), 1
     if kind in ("fio", "fio_file"):
         text, source = _fio_text(body, kind, ctx)
         options = {
@@ -308,6 +314,11 @@ def read_workload(
 
 def _fill(words: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
     return tuple(placeholders.substitute(w, ctx.values, ctx.used) for w in words)
+
+
+def _commit_path(body: Node) -> bool:
+    """A fio_file path inside the commit's tree ({src}/...): read per commit by bisect."""
+    return isinstance(body.value, str) and placeholders.uses_commit(body.value)
 
 
 def _fio_text(body: Node, kind: str, ctx: Context) -> tuple[str, Node]:
@@ -354,7 +365,7 @@ def _check_placeholders(node: Node, texts: list[str], ctx: Context) -> int:
     for text in texts:
         for name in placeholders.names_in(text):
             if not placeholders.is_lab_placeholder(name):
-                known = [*ctx.values, "mnt", "dev", "workdir"]
+                known = [*ctx.values, "mnt", "dev", "workdir", *placeholders.COMMIT_NAMES]
                 node.fail(f"unknown placeholder {{{name}}}{did_you_mean(name, known)}")
             if name.startswith("mnt") and not ctx.has_filesystem:
                 node.fail(f"{{{name}}} needs a filesystem, but this case has filesystem: none")

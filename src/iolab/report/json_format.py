@@ -28,6 +28,9 @@ def _clean(value: Any) -> Any:
     return value
 
 
+clean = _clean  # for other JSON schemas built on this one (iolab-bisect/1)
+
+
 def _summary(s: Summary) -> dict[str, Any]:
     return {k: v for k, v in asdict(s).items() if k != "warnings"} | {"warnings": list(s.warnings)}
 

@@ -283,3 +283,33 @@ class SequentialDecision:
             reason=reason,
             warnings=tuple(warnings),
         )
+
+
+def signed_rank_scores(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The sequential signed-rank scores g_i = sign(x_i) R_i / i of `_Bettors`, for whole paths.
+
+    `x` has shape (..., n): the last axis is time.  R_i is the (mid-)rank of |x_i| among
+    |x_1|..|x_i|, so g_i uses the past only and the path can be recomputed on any prefix
+    with the same result — which lets a caller feed blocks one at a time (the lab) or many
+    at once (a simulation) and stop at the same block.
+    """
+    ax = np.abs(x)
+    n = ax.shape[-1]
+    past = np.tril(np.ones((n, n), dtype=bool))  # [i, j]: j <= i
+    less = (ax[..., None, :] < ax[..., :, None]) & past
+    same = (ax[..., None, :] == ax[..., :, None]) & past
+    rank = less.sum(axis=-1) + 0.5 * (same.sum(axis=-1) + 1)
+    return np.asarray(np.sign(x) * rank / np.arange(1, n + 1), dtype=np.float64)
+
+
+def one_sided_log_wealth(
+    x: NDArray[np.float64], stakes: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Log wealth after each block of the bettor that `x` is shifted upwards (its null: x is
+    symmetric about 0, or shifted down), a mixture over the constant `stakes` as in
+    `SequentialDecision`.  Shape of `x`: (..., n); result: the same.  Under the null it is a
+    non-negative martingale, so P(it ever reaches log(1/alpha)) <= alpha (Ville)."""
+    g = signed_rank_scores(x)
+    per_stake = np.cumsum(np.log1p(g[..., None] * stakes), axis=-2)  # (..., n, S)
+    out = np.logaddexp.reduce(per_stake, axis=-1) - math.log(stakes.size)
+    return np.asarray(out, dtype=np.float64)

@@ -26,7 +26,7 @@ from iolab.store import convert
 from iolab.store.engine import WRITE_OPTION
 from iolab.store.schema import HistogramRow, MetricRow, RunRow, RunTagRow, SampleRow
 
-RUN_KINDS = ("import", "lab", "ab")
+RUN_KINDS = ("import", "lab", "ab", "bisect")
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 SAMPLE_STATUSES = ("ok", "failed")
 _CHUNK = 500  # ids per IN (...) list: well inside every backend's parameter limit

@@ -1,0 +1,228 @@
+"""`iolab bisect PLAN --repo PATH --good REV --bad REV`: which commit changed the KPI, with
+statistics that end in a range or "not known" rather than a guess (docs/bisect.md)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from iolab.bisect import driver
+from iolab.bisect.summary import build_report, evidence
+from iolab.bisect.target import Prepared
+from iolab.bisect.types import Measure
+from iolab.cli.ab_cmd import parse_duration
+from iolab.cli.compare_cmd import check_levels
+from iolab.cli.options import margin_option
+from iolab.cli.resume import check_plan_or_resume, resumed_plan
+from iolab.errors import (
+    EXIT_BISECT_NO_REGRESSION,
+    EXIT_BISECT_NOT_KNOWN,
+    EXIT_BISECT_RANGE,
+    EXIT_INTERRUPTED,
+    IolabError,
+)
+from iolab.plan import load_plan
+from iolab.report import bisect_json, bisect_text
+from iolab.store import open_store
+
+EXIT_BY_RESULT = {
+    "found": 0,
+    "range": EXIT_BISECT_RANGE,
+    "no regression": EXIT_BISECT_NO_REGRESSION,
+    "not known": EXIT_BISECT_NOT_KNOWN,
+}
+
+
+class ConsoleProgress(driver.Progress):
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, highlight=False, markup=False)
+
+    def building(self, sha: str) -> None:
+        self.say(f"preparing {sha[:12]}")
+
+    def built(self, done: Prepared) -> None:
+        if not done.ok:
+            self.say(f"{done.sha[:12]} is unbuildable: {done.reason}")
+
+    def block(self, block: int, measure: Measure, setup: driver.Setup) -> None:
+        shas = " ".join(setup.sha(i)[:12] for i in measure.arms)
+        self.say(f"block {block} · {measure.phase} · {shas}")
+
+    def step(self, setup: driver.Setup) -> None:
+        s = setup.engine.records[-1]
+        self.say(
+            f"step {s.step}: {setup.sha(s.index)[:12]} graded {s.verdict} after {s.blocks} blocks"
+        )
+
+
+@click.command("bisect")
+@click.argument("plan_path", metavar="[PLAN]", required=False)
+@click.option("--repo", type=click.Path(file_okay=False), help="The git repository.")
+@click.option("--good", default=None, metavar="REV", help="A commit without the regression.")
+@click.option("--bad", default=None, metavar="REV", help="A later commit with it.")
+@click.option(
+    "--build",
+    default=None,
+    metavar="CMD",
+    help="Build command run in each commit's work tree (split like a shell, not run by one; "
+    "a failure makes the commit unbuildable).",
+)
+@click.option("--kpi", default=None, metavar="METRIC", help="The metric (default: the plan's).")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Error rate.")
+@margin_option
+@click.option(
+    "--max-runs",
+    "max_runs",
+    type=click.IntRange(min=6),
+    default=300,
+    show_default=True,
+    metavar="N",
+    help="At most N blocks per test (the ends, each step, the verification).",
+)
+@click.option("--max-time", default=None, metavar="DURATION", help="Stop after this long.")
+@click.option(
+    "--search",
+    type=click.Choice(["binary", "probabilistic"]),
+    default="binary",
+    show_default=True,
+    help="Search strategy (docs/bisect.md explains the default).",
+)
+@click.option(
+    "--cache",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where work trees, builds and logs go (default ~/.cache/iolab/bisect).",
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(["table", "json", "markdown"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--resume",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="ID",
+    help="Continue bisect run ID (after Ctrl-C, kill -9 + iolab cleanup, a time limit).",
+)
+@click.option(
+    "--destroy-data", is_flag=True, help="Allow formatting a designated device that carries data."
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    plan_path: str | None,
+    repo: str | None,
+    good: str | None,
+    bad: str | None,
+    build: str | None,
+    kpi: str | None,
+    alpha: float,
+    margin: float,
+    max_runs: int,
+    max_time: str | None,
+    search: str,
+    cache: str | None,
+    format_name: str,
+    resume: int | None,
+    destroy_data: bool,
+    quiet: bool,
+) -> None:
+    """Find the commit between --good and --bad that changed PLAN's KPI: the ends first,
+    then each candidate against both ends in randomized blocks, then the culprit against its
+    parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known."""
+    check_plan_or_resume(plan_path, resume)
+    if resume is not None:
+        given = [
+            n
+            for n, v in (
+                ("--repo", repo),
+                ("--good", good),
+                ("--bad", bad),
+                ("--build", build),
+                ("--kpi", kpi),
+                ("--cache", cache),
+            )
+            if v
+        ]
+        if given:
+            raise IolabError(f"{', '.join(given)}: bisect run {resume} keeps its own")
+    elif repo is None or good is None or bad is None:
+        raise IolabError("bisect needs --repo, --good and --bad")
+    check_levels(alpha, margin)
+    max_time_s = parse_duration(max_time) if max_time is not None else None
+    try:
+        build_argv = tuple(shlex.split(build)) if build else ()
+    except ValueError as e:
+        raise IolabError(f"--build: {e}") from None
+    plan = load_plan(plan_path) if plan_path is not None else None
+    console = Console(stderr=True, soft_wrap=True)
+    db = ctx.obj.get("db") if ctx.obj else None
+    store = open_store(db, must_exist=resume is not None)
+    try:
+        if plan is not None:
+            assert repo is not None and good is not None and bad is not None
+            setup = driver.start(
+                store,
+                driver.Request(
+                    plan=plan,
+                    repo=Path(repo),
+                    good=good,
+                    bad=bad,
+                    build=build_argv,
+                    kpi=kpi,
+                    alpha=alpha,
+                    margin_pct=margin,
+                    max_blocks=max_runs,
+                    cache=Path(cache) if cache else None,
+                    search=search,
+                ),
+            )
+        else:
+            assert resume is not None
+            plan, seed = resumed_plan(store, resume, "bisect")
+            setup = driver.resume(store, resume, plan, seed)
+        if not quiet:
+            console.print(
+                f"bisect run {setup.run_id}: {len(setup.shas) - 1} candidate commits, "
+                f"KPI {setup.kpi}, seed {setup.seed}"
+                + (f" (blocks 1-{setup.replayed} replayed)" if setup.replayed else ""),
+                highlight=False,
+                markup=False,
+            )
+        progress = ConsoleProgress(console, quiet)
+        try:
+            outcome, status = driver.run(
+                store, setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
+            )
+        except KeyboardInterrupt:
+            click.echo(
+                f"iolab: bisect run {setup.run_id} interrupted, machine restored; "
+                f"`iolab bisect --resume {setup.run_id}` continues it",
+                err=True,
+            )
+            sys.exit(EXIT_INTERRUPTED)
+        report = build_report(evidence(store, setup, outcome), setup, outcome, status)
+        store.update_run_meta(setup.run_id, {"bisect_result": bisect_json.to_json(report)})
+    finally:
+        store.close()
+    renderers = {
+        "table": bisect_text.render_table,
+        "markdown": bisect_text.render_markdown,
+        "json": bisect_json.render,
+    }
+    click.echo(renderers[format_name](report), nl=False)
+    code = EXIT_BY_RESULT[outcome.kind]
+    if code:
+        sys.exit(code)

@@ -1,0 +1,242 @@
+"""The bisection's statistics and search (pure), its plan placeholders and its git layer
+(real throwaway repositories).  The lab end of `iolab bisect` is in test_bisect_lab.py."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iolab.bisect import GOOD, Bisection, Settings, step_alpha
+from iolab.bisect import git as bgit
+from iolab.bisect.driver import bind
+from iolab.bisect.search import ProbabilisticSearch, groups
+from iolab.bisect.step import StepTest
+from iolab.errors import IolabError, PlanError
+from iolab.model.metrics import Direction
+from iolab.plan import load_plan
+from iolab.plan.fiojob import check_job
+from iolab.plan.placeholders import fill_commit, render_workload
+from iolab.stats.sequential import _Bettors, one_sided_log_wealth, stake_grid
+
+# ------------------------------------------------------------------ the betting machinery
+
+
+def test_vectorised_wealth_is_the_ab_bettors_wealth() -> None:
+    """The step test reuses the ab test's score and stake mixture: same path, to rounding."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.02, 0.1, 40)
+    x[7] = x[3]  # a tie
+    stakes = stake_grid(100, 0.05)
+    bettors = _Bettors(np.array([0.0]), stakes)
+    ups = []
+    for v in x:
+        bettors.update(float(v))
+        ups.append(float(bettors.log_up[0]))
+    assert one_sided_log_wealth(x, stakes) == pytest.approx(np.array(ups), rel=1e-12)
+    assert one_sided_log_wealth(x[None, :], stakes)[0] == pytest.approx(np.array(ups), rel=1e-12)
+
+
+def test_step_bettor_is_a_fair_game_over_every_sign_pattern() -> None:
+    magnitudes = np.abs(np.random.default_rng(5).normal(0, 0.05, 10))
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=10)))
+    final = np.exp(one_sided_log_wealth(signs * magnitudes, stake_grid(40, 0.05))[:, -1])
+    assert final.mean() == pytest.approx(1.0, rel=1e-9)
+
+
+def test_error_budget_of_all_steps_stays_within_alpha() -> None:
+    for n in (2, 16, 64, 256, 1000):
+        assert sum(step_alpha(0.05, n, s) for s in range(1, 200)) <= 0.05 + 1e-12
+    assert step_alpha(0.05, 16, 1) == pytest.approx(0.05 / 5)
+
+
+def test_step_rarely_grades_a_good_commit_bad() -> None:
+    """Under "candidate behaves like good" (drifting noise, a random order per block), a
+    step grades it bad at most alpha of the time."""
+    rng = np.random.default_rng(9)
+    alpha, wrong, reps = 0.05, 0, 600
+    for _ in range(reps):
+        drift = np.cumsum(rng.normal(0, 0.03, 60))[:, None]
+        noise = rng.normal(0, 0.08, (60, 3)) + drift
+        levels = np.array([0.0, 0.0, np.log(0.9)])  # good, candidate (good), bad
+        rows = np.exp(levels + noise)
+        step = StepTest(alpha, 60, worse=-1.0)
+        step.feed(np.log(rows))
+        wrong += step.verdict == "bad"
+    assert wrong / reps <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / reps)
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+def simulate(
+    n: int,
+    culprit: int | None,
+    effect: float = 0.2,
+    unbuildable: frozenset[int] = frozenset(),
+    search: str = "binary",
+    seed: int = 1,
+) -> Bisection:
+    rng = np.random.default_rng(seed)
+    b = Bisection(
+        Settings(n=n, direction=Direction.HIGHER, margin_pct=10, search=search),  # type: ignore[arg-type]
+        track_interval=False,
+    )
+    while not b.done:
+        m = b.action()
+        assert m is not None
+        bad = [i in unbuildable for i in m.arms]
+        if any(bad):
+            b.unbuildable(m.arms[bad.index(True)])
+            continue
+        level = [
+            1 - effect if culprit is not None and i != GOOD and i >= culprit else 1.0
+            for i in m.arms
+        ]
+        b.feed(np.exp(rng.normal(0, 0.05, (16, len(m.arms)))) * np.array(level))
+    return b
+
+
+@pytest.mark.parametrize("search", ["binary", "probabilistic"])
+@pytest.mark.parametrize("culprit", [0, 1, 7, 14, 15])
+def test_finds_the_culprit(culprit: int, search: str) -> None:
+    o = simulate(16, culprit, search=search).outcome
+    assert o.kind == "found" and o.culprit == culprit, o.reason
+    assert o.verify is not None and o.verify.verdict == "regression"
+    assert o.verify.a == culprit - 1 and o.verify.b == culprit
+    assert o.samples == sum(3 * s.blocks for s in o.steps) + 2 * (o.verify.blocks + o.ends.blocks)  # type: ignore[union-attr]
+
+
+def test_equal_ends_name_no_culprit() -> None:
+    o = simulate(16, None).outcome
+    assert o.kind == "no regression" and o.culprit is None and not o.steps
+    assert o.ends is not None and o.ends.verdict == "no change"
+
+
+def test_an_improvement_is_not_bisected_as_a_regression() -> None:
+    o = simulate(16, 5, effect=-0.2).outcome
+    assert o.kind == "no regression" and "better" in o.reason
+
+
+def test_unbuildable_commit_next_to_the_culprit_gives_a_range() -> None:
+    o = simulate(16, 6, unbuildable=frozenset({5})).outcome
+    assert o.kind == "range" and (o.first, o.last) == (5, 6) and o.unbuildable == (5,)
+    assert o.culprit is None and o.verify is not None and o.verify.verdict == "regression"
+    assert (o.verify.a, o.verify.b) == (4, 6)
+
+
+def test_unbuildable_end_is_not_known() -> None:
+    o = simulate(16, 6, unbuildable=frozenset({15})).outcome
+    assert o.kind == "not known" and "bad end" in o.reason
+
+
+def test_a_stop_ends_with_a_range_not_a_guess() -> None:
+    b = Bisection(Settings(n=64, direction=Direction.LOWER), track_interval=False)
+    rng = np.random.default_rng(2)
+    b.feed(np.exp(rng.normal(0, 0.02, (40, 2))) * np.array([1.0, 1.5]))  # latency up 50%
+    assert b.phase == "step"
+    b.stop("time budget spent")
+    o = b.outcome
+    assert o.kind == "range" and o.culprit is None and (o.first, o.last) == (0, 63)
+
+
+def test_groups_join_unbuildable_runs_to_the_next_commit() -> None:
+    assert groups(6, {1, 2, 4}) == [(0, 0), (1, 3), (4, 5)]
+    pba = ProbabilisticSearch(8, p=0.01, stop=0.025)
+    assert pba.query() == 3
+
+
+# ----------------------------------------------------------------------------- placeholders
+
+PLAN = """\
+name: b
+target: {{size: 16M}}
+filesystem: {{type: ext4}}
+workload:
+{workload}
+kpis: [write.iops]
+"""
+
+
+def plan_with(tmp_path: Path, workload: str, extra: str = "") -> str:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN.format(workload=workload) + extra)
+    return str(path)
+
+
+def test_commit_placeholders_validate_and_bind(tmp_path: Path) -> None:
+    plan = load_plan(
+        plan_with(
+            tmp_path,
+            '  command:\n    argv: ["{src}/bench", "{mnt}/f", "{rev}"]\n'
+            "    metric: {name: write.iops, regex: 'iops (\\d+)'}",
+        )
+    )
+    case = bind(plan.cases[0], Path("/t/src"), "a" * 40)
+    assert case.workload.argv == ("/t/src/bench", "{mnt}/f", "a" * 40)
+    assert case.variant == "a" * 40
+    with pytest.raises(KeyError):  # outside a bisect {src} has no value
+        render_workload(plan.cases[0].workload, ["/m"], ["/d"], "/w")
+
+
+def test_job_file_from_the_commit_is_read_per_commit(tmp_path: Path) -> None:
+    plan = load_plan(plan_with(tmp_path, '  fio_file: "{src}/jobs/w.fio"'))
+    assert plan.cases[0].workload.fio_file == "{src}/jobs/w.fio"
+    tree = tmp_path / "tree"
+    (tree / "jobs").mkdir(parents=True)
+    (tree / "jobs" / "w.fio").write_text("[w]\nfilename={mnt}/f\nsize=1M\nrw=write\n# {rev}\n")
+    case = bind(plan.cases[0], tree, "b" * 40)
+    assert case.workload.fio_text is not None and case.workload.fio_file is None
+    assert "filename={mnt}/f" in case.workload.fio_text and "b" * 40 in case.workload.fio_text
+    assert check_job("[w]\nfilename={src}/f\nsize=1M\nrw=write\n") is None
+
+
+def test_commit_placeholder_mistakes_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match=r"unknown placeholder \{srcdir\}.*src"):
+        load_plan(
+            plan_with(
+                tmp_path,
+                '  command:\n    argv: ["{srcdir}/x"]\n    metric: {name: a, regex: "(1)"}',
+            )
+        )
+    with pytest.raises(PlanError, match="'src' cannot be a placeholder name"):
+        load_plan(plan_with(tmp_path, '  fio: "[w]\\nrw=write\\nsize=1M\\n"', "vars: {src: x}\n"))
+    assert fill_commit("{src}/a {{x}} {mnt} {rev}", "/s", "r") == "/s/a {{x}} {mnt} r"
+
+
+# ------------------------------------------------------------------------------ git layer
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_candidates_follow_first_parent_history(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "a@b")
+    _git(repo, "config", "user.name", "A")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "side")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "side 1")
+    side = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "main 1")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    merge = _git(repo, "rev-parse", "HEAD")
+    shas = bgit.candidates(repo, base, merge)
+    assert len(shas) == 2 and shas[-1] == merge and side not in shas
+    with pytest.raises(IolabError, match="first-parent"):
+        bgit.candidates(repo, side, merge)
+    with pytest.raises(IolabError, match="not an ancestor"):
+        bgit.candidates(repo, merge, base)
+    with pytest.raises(IolabError, match="no such commit"):
+        bgit.resolve(repo, "nope", "--good")
+    assert bgit.describe(repo, merge).subject == "merge side"

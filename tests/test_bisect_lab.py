@@ -1,0 +1,205 @@
+"""`iolab bisect` end to end: real git repositories in a tmp dir, a real workload (dd with
+O_DIRECT on a real RAM-backed loop device) run from each commit's own work tree.
+
+The workload script lives in the repository; one commit changes its block size from 256 KiB
+to 4 KiB (16 MiB written either way), which makes it clearly slower.  Tiny workloads, a
+small per-test budget and alpha 0.2 keep each bisect to seconds; the statistics behind the
+defaults are validated by bench/sim_bisect.py (docs/bisect.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab.store import open_store
+
+pytestmark = pytest.mark.lab
+
+PLAN = """\
+name: bisect-dd
+target: {size: 20M}
+filesystem: none
+workload:
+  command:
+    argv: ["{src}/bench.sh", "{dev}"]
+    metric: {name: write.bw_bytes, regex: 'bw ([0-9.e+]+)'}
+kpis: [write.bw_bytes]
+prepare: {drop_caches: false}
+"""
+
+SCRIPT = """#!/bin/sh
+# commit {n}: write 16 MiB to the device with O_DIRECT; print the bandwidth
+dd if=/dev/zero of="$1" bs={bs} count={count} oflag=direct 2>&1 |
+  awk '/copied/ {{print "bw", $1 / $(NF-3)}}'
+"""
+
+BUILD = "sh build.sh"
+FAST_ARGS = ("--alpha", "0.2", "--max-runs", "20", "--margin", "25", "-q")
+
+
+def make_repo(
+    path: Path, commits: int, culprit: int | None, broken: int | None = None
+) -> list[str]:
+    """`commits` commits; from `culprit` on (1-based) the workload is slower; commit
+    `broken` does not build.  Returns the shas, oldest first."""
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path), *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "lab@example.org")
+    git("config", "user.name", "Lab")
+    shas = []
+    for n in range(1, commits + 1):
+        slow = culprit is not None and n >= culprit
+        bs, count = ("4k", 4096) if slow else ("256k", 64)
+        script = path / "bench.sh"
+        script.write_text(SCRIPT.format(n=n, bs=bs, count=count))
+        script.chmod(0o755)
+        (path / "build.sh").write_text("exit 1\n" if n == broken else "exit 0\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", f"commit {n}")
+        shas.append(git("rev-parse", "HEAD").strip())
+    return shas
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = dict(os.environ)
+    env["IOLAB_DB"] = str(tmp_path / "store.db")
+    env["IOLAB_JOURNAL_DIR"] = str(tmp_path / "journal")
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    try:
+        yield env
+    finally:
+        subprocess.run([sys.executable, "-m", "iolab", "cleanup"], env=env, capture_output=True)
+
+
+def bisect_argv(plan: Path, repo: Path, shas: list[str], *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "iolab", "bisect", str(plan), "--repo", str(repo),
+        "--good", shas[0], "--bad", shas[-1], *extra,
+    ]  # fmt: skip
+
+
+def bisect(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=300)
+
+
+def write_plan(tmp_path: Path) -> Path:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    return plan
+
+
+def test_bisect_names_the_culprit_and_resumes_after_kill(
+    lab: dict[str, str], tmp_path: Path
+) -> None:
+    """kill -9 mid-bisect, `iolab cleanup`, `--resume`: the culprit, no duplicated sample."""
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 17, culprit=11)  # good = commit 1, 16 candidates
+    head_before = (repo / ".git" / "HEAD").read_text()
+    status_before = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
+    argv = bisect_argv(write_plan(tmp_path), repo, shas, "--build", BUILD, *FAST_ARGS)
+    proc = subprocess.Popen(argv, env=lab, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        stored = 0
+        while time.monotonic() < deadline and stored < 25 and proc.poll() is None:
+            time.sleep(0.3)
+            with open_store(lab["IOLAB_DB"]) as store:
+                runs = store.runs()
+                stored = len(store.samples(run_id=runs[0].id)) if runs else 0
+        assert proc.poll() is None, "the bisect ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with open_store(lab["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+        before = {(s.block, s.variant) for s in store.samples(run_id=run.id)}
+    assert len(before) >= 25
+    cleaned = subprocess.run(
+        [sys.executable, "-m", "iolab", "cleanup"], env=lab, capture_output=True, text=True
+    )
+    assert cleaned.returncode == 0, cleaned.stderr
+    done = bisect(
+        lab, sys.executable, "-m", "iolab", "bisect", "--resume", str(run.id), "--format", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(blocks 1-" in done.stderr and "replayed" in done.stderr
+    data = json.loads(done.stdout)
+    assert data["schema"] == "iolab-bisect/1" and data["result"] == "found"
+    assert data["culprit"]["sha"] == shas[10] and data["parent"]["sha"] == shas[9]
+    assert data["verification"]["verdict"] == "regression"
+    assert data["verification"]["estimate_pct"] < -20
+    # the KPI is among the evidence compared between parent and culprit
+    kpi = data["evidence"]["groups"][0]["metrics"][0]
+    assert kpi["name"] == "write.bw_bytes" and kpi["verdict"] in ("regression", "inconclusive")
+    with open_store(lab["IOLAB_DB"]) as store:
+        samples = store.samples(run_id=run.id)
+    keys = Counter((s.block, s.variant) for s in samples)
+    assert max(keys.values()) == 1, "a (block, commit) sample was stored twice"
+    assert before <= set(keys), "resume lost samples stored before the kill"
+    assert {s.variant for s in samples} <= set(shas)
+    assert data["runs"] == sum(1 for s in samples if s.status == "ok")
+    # the user's checkout was never touched; the work trees were removed at the end
+    assert (repo / ".git" / "HEAD").read_text() == head_before
+    assert (
+        subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True
+        ).stdout
+        == status_before
+    )
+    assert not list((tmp_path / "cache").glob("iolab/bisect/run-*/trees/*"))
+
+
+def test_bisect_equal_ends_names_no_culprit(lab: dict[str, str], tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 17, culprit=None)
+    done = bisect(
+        lab, *bisect_argv(write_plan(tmp_path), repo, shas, *FAST_ARGS, "--format", "json")
+    )
+    data = json.loads(done.stdout)
+    assert data["result"] in ("no regression", "not known"), data["reason"]
+    assert done.returncode == {"no regression": 21, "not known": 22}[data["result"]]
+    assert data["culprit"] is None and data["steps"] == []
+    assert data["ends"]["verdict"] in ("no change", "improvement", "inconclusive")
+
+
+def test_unbuildable_commit_before_the_culprit_gives_a_range(
+    lab: dict[str, str], tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 17, culprit=11, broken=10)
+    done = bisect(
+        lab,
+        *bisect_argv(
+            write_plan(tmp_path), repo, shas, "--build", BUILD, *FAST_ARGS, "--format", "json"
+        ),
+    )
+    assert done.returncode == 20, done.stderr
+    data = json.loads(done.stdout)
+    assert data["result"] == "range" and data["culprit"] is None
+    in_range = [c["sha"] for c in data["range"]]
+    assert shas[9] in in_range and shas[10] in in_range
+    assert [u["commit"] for u in data["unbuildable"]] == [shas[9]]
+    assert data["unbuildable"][0]["build"].startswith("failed: build exited with 1")
+    # the build log is kept
+    logs = list((tmp_path / "cache").glob(f"iolab/bisect/run-*/logs/{shas[9]}.log"))
+    assert len(logs) == 1 and "sh build.sh" in logs[0].read_text()
