@@ -240,3 +240,35 @@ def test_candidates_follow_first_parent_history(tmp_path: Path) -> None:
     with pytest.raises(IolabError, match="no such commit"):
         bgit.resolve(repo, "nope", "--good")
     assert bgit.describe(repo, merge).subject == "merge side"
+
+
+# ------------------------------------------------------------------------------ report forms
+
+
+def test_report_forms_escape_user_text_and_name_the_culprit() -> None:
+    import json
+
+    from iolab.bisect.git import Commit
+    from iolab.bisect.summary import BisectReport
+    from iolab.report import bisect_json, bisect_text
+
+    o = simulate(16, 9).outcome
+    commits = {
+        i: Commit(
+            f"{i + 1:02d}" * 20, f"fix | thing\x1b[31m {i}", "A <a@b>", "2026-01-02T03:04:05Z"
+        )
+        for i in range(GOOD, 16)
+    }
+    r = BisectReport(
+        run_id=3, status="finished", kpi="write.iops", direction="higher", alpha=0.05,
+        margin_pct=1.0, good=commits[GOOD], bad=commits[15], candidates=16, outcome=o,
+        commits=commits, builds={}, evidence=None, cache="/c",
+    )  # fmt: skip
+    table = bisect_text.render_table(r)
+    assert "FOUND" in table and commits[9].sha[:12] in table and "\x1b" not in table
+    markdown = bisect_text.render_markdown(r)
+    assert "fix \\| thing" in markdown and "\x1b" not in markdown
+    data = json.loads(bisect_json.render(r))
+    assert data["culprit"]["sha"] == commits[9].sha and data["parent"]["sha"] == commits[8].sha
+    assert data["result"] == "found" and len(data["steps"]) == len(o.steps)
+    assert data["verification"]["a"] == commits[8].sha and data["range"] == []
