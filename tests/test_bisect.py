@@ -272,3 +272,40 @@ def test_report_forms_escape_user_text_and_name_the_culprit() -> None:
     assert data["culprit"]["sha"] == commits[9].sha and data["parent"]["sha"] == commits[8].sha
     assert data["result"] == "found" and len(data["steps"]) == len(o.steps)
     assert data["verification"]["a"] == commits[8].sha and data["range"] == []
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--good", "HEAD~1", "--bad", "HEAD"], "needs --repo, --good and --bad"),
+        (["--repo", "{tmp}", "--good", "a", "--bad", "b"], "not a git repository"),
+        (["--repo", "{repo}", "--good", "nope", "--bad", "HEAD"], "--good 'nope': no such commit"),
+        (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD"], "the same commit"),
+        (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD~1"], "not an ancestor"),
+        (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--build", "'x"], "--build"),
+    ],
+)
+def test_bad_bisect_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    from click.testing import CliRunner
+
+    from iolab.cli.main import cli
+    from iolab.errors import EXIT_BAD_INPUT
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    for n in range(2):
+        _git(repo, "-c", "user.email=a@b", "-c", "user.name=A", "commit", "-q", "--allow-empty",
+             "-m", f"c{n}")  # fmt: skip
+    plan = plan_with(tmp_path, '  fio: "[w]\\nrw=write\\nsize=1M\\nfilename={mnt}/f\\n"')
+    argv = [a.format(tmp=tmp_path, repo=repo) for a in args]
+    db = str(tmp_path / "s.db")
+    result = CliRunner().invoke(cli, ["--db", db, "bisect", plan, *argv])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iolab: ") and message in lines[0]
+    result = CliRunner().invoke(cli, ["--db", db, "bisect", "--resume", "1", "--good", "x"])
+    assert result.exit_code == EXIT_BAD_INPUT and "keeps its own" in result.output

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
 from iolab.bisect import driver
@@ -34,6 +35,21 @@ EXIT_BY_RESULT = {
     "range": EXIT_BISECT_RANGE,
     "no regression": EXIT_BISECT_NO_REGRESSION,
     "not known": EXIT_BISECT_NOT_KNOWN,
+}
+
+
+# options that define a bisect: a resumed one keeps its own
+_RUN_OPTIONS = {
+    "repo": "--repo",
+    "good": "--good",
+    "bad": "--bad",
+    "build": "--build",
+    "kpi": "--kpi",
+    "alpha": "--alpha",
+    "margin": "--margin",
+    "max_runs": "--max-runs",
+    "search": "--search",
+    "cache": "--cache",
 }
 
 
@@ -145,16 +161,9 @@ def command(
     check_plan_or_resume(plan_path, resume)
     if resume is not None:
         given = [
-            n
-            for n, v in (
-                ("--repo", repo),
-                ("--good", good),
-                ("--bad", bad),
-                ("--build", build),
-                ("--kpi", kpi),
-                ("--cache", cache),
-            )
-            if v
+            flag
+            for name, flag in _RUN_OPTIONS.items()
+            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
         ]
         if given:
             raise IolabError(f"{', '.join(given)}: bisect run {resume} keeps its own")
