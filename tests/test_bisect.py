@@ -121,8 +121,9 @@ def test_an_improvement_is_not_bisected_as_a_regression() -> None:
     assert o.kind == "no regression" and "better" in o.reason
 
 
-def test_unbuildable_commit_next_to_the_culprit_gives_a_range() -> None:
-    o = simulate(16, 6, unbuildable=frozenset({5})).outcome
+@pytest.mark.parametrize("search", ["binary", "probabilistic"])
+def test_unbuildable_commit_next_to_the_culprit_gives_a_range(search: str) -> None:
+    o = simulate(16, 6, unbuildable=frozenset({5}), search=search).outcome
     assert o.kind == "range" and (o.first, o.last) == (5, 6) and o.unbuildable == (5,)
     assert o.culprit is None and o.verify is not None and o.verify.verdict == "regression"
     assert (o.verify.a, o.verify.b) == (4, 6)
@@ -134,7 +135,7 @@ def test_unbuildable_end_is_not_known() -> None:
 
 
 def test_a_stop_ends_with_a_range_not_a_guess() -> None:
-    b = Bisection(Settings(n=64, direction=Direction.LOWER), track_interval=False)
+    b = Bisection(Settings(n=64, direction=Direction.LOWER, search="binary"), track_interval=False)
     rng = np.random.default_rng(2)
     b.feed(np.exp(rng.normal(0, 0.02, (40, 2))) * np.array([1.0, 1.5]))  # latency up 50%
     assert b.phase == "step"

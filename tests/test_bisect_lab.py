@@ -1,10 +1,12 @@
 """`iolab bisect` end to end: real git repositories in a tmp dir, a real workload (dd with
 O_DIRECT on a real RAM-backed loop device) run from each commit's own work tree.
 
-The workload script lives in the repository; one commit changes its block size from 256 KiB
+The workload script lives in the repository; one commit changes its block size from 1 MiB
 to 4 KiB (16 MiB written either way), which makes it clearly slower.  Tiny workloads, a
 small per-test budget and alpha 0.2 keep each bisect to seconds; the statistics behind the
-defaults are validated by bench/sim_bisect.py (docs/bisect.md)."""
+defaults are validated by bench/sim_bisect.py (docs/bisect.md).  The equal-ends repository
+holds a fio job file instead (read from each commit's tree: `fio_file: "{src}/job.fio"`),
+rate-limited so that both ends measure the same IOPS."""
 
 from __future__ import annotations
 
@@ -42,15 +44,39 @@ dd if=/dev/zero of="$1" bs={bs} count={count} oflag=direct 2>&1 |
   awk '/copied/ {{print "bw", $1 / $(NF-3)}}'
 """
 
+FIO_PLAN = """\
+name: bisect-fio
+target: {size: 20M}
+filesystem: none
+workload:
+  fio_file: "{src}/job.fio"
+kpis: [write.iops]
+prepare: {drop_caches: false}
+"""
+
+FIO_JOB = """\
+# commit {n}
+[w]
+filename={{dev}}
+size=8M
+bs=4k
+rw=randwrite
+direct=1
+rate_iops=400
+runtime=300ms
+time_based=1
+"""
+
 BUILD = "sh build.sh"
 FAST_ARGS = ("--alpha", "0.2", "--max-runs", "20", "--margin", "25", "-q")
 
 
 def make_repo(
-    path: Path, commits: int, culprit: int | None, broken: int | None = None
+    path: Path, commits: int, culprit: int | None, broken: int | None = None, fio: bool = False
 ) -> list[str]:
     """`commits` commits; from `culprit` on (1-based) the workload is slower; commit
-    `broken` does not build.  Returns the shas, oldest first."""
+    `broken` does not build; `fio`: a rate-limited job file that never changes.  Returns the
+    shas, oldest first."""
     path.mkdir()
 
     def git(*args: str) -> str:
@@ -64,11 +90,13 @@ def make_repo(
     shas = []
     for n in range(1, commits + 1):
         slow = culprit is not None and n >= culprit
-        bs, count = ("4k", 4096) if slow else ("256k", 64)
+        bs, count = ("4k", 4096) if slow else ("1M", 16)
         script = path / "bench.sh"
         script.write_text(SCRIPT.format(n=n, bs=bs, count=count))
         script.chmod(0o755)
         (path / "build.sh").write_text("exit 1\n" if n == broken else "exit 0\n")
+        if fio:
+            (path / "job.fio").write_text(FIO_JOB.format(n=n))
         git("add", "-A")
         git("commit", "-q", "-m", f"commit {n}")
         shas.append(git("rev-parse", "HEAD").strip())
@@ -98,9 +126,9 @@ def bisect(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=300)
 
 
-def write_plan(tmp_path: Path) -> Path:
+def write_plan(tmp_path: Path, text: str = PLAN) -> Path:
     plan = tmp_path / "plan.yaml"
-    plan.write_text(PLAN)
+    plan.write_text(text)
     return plan
 
 
@@ -170,16 +198,19 @@ def test_bisect_names_the_culprit_and_resumes_after_kill(
 
 
 def test_bisect_equal_ends_names_no_culprit(lab: dict[str, str], tmp_path: Path) -> None:
+    """Ends that perform the same: "no regression between the ends", no step, no culprit
+    (alpha 0.01 so that a false difference at the ends is rare; ±5% margin)."""
     repo = tmp_path / "repo"
-    shas = make_repo(repo, 17, culprit=None)
-    done = bisect(
-        lab, *bisect_argv(write_plan(tmp_path), repo, shas, *FAST_ARGS, "--format", "json")
-    )
+    shas = make_repo(repo, 17, culprit=None, fio=True)
+    plan = write_plan(tmp_path, FIO_PLAN)
+    argv = ("--alpha", "0.01", "--max-runs", "20", "--margin", "5", "-q", "--format", "json")
+    done = bisect(lab, *bisect_argv(plan, repo, shas, *argv))
+    assert done.returncode == 21, done.stderr
     data = json.loads(done.stdout)
-    assert data["result"] in ("no regression", "not known"), data["reason"]
-    assert done.returncode == {"no regression": 21, "not known": 22}[data["result"]]
-    assert data["culprit"] is None and data["steps"] == []
-    assert data["ends"]["verdict"] in ("no change", "improvement", "inconclusive")
+    assert data["result"] == "no regression" and data["culprit"] is None
+    assert data["steps"] == [] and data["verification"] is None
+    assert data["ends"]["verdict"] == "no change"
+    assert -5 < data["ends"]["estimate_pct"] < 5
 
 
 def test_unbuildable_commit_before_the_culprit_gives_a_range(
@@ -190,7 +221,16 @@ def test_unbuildable_commit_before_the_culprit_gives_a_range(
     done = bisect(
         lab,
         *bisect_argv(
-            write_plan(tmp_path), repo, shas, "--build", BUILD, *FAST_ARGS, "--format", "json"
+            write_plan(tmp_path),
+            repo,
+            shas,
+            "--build",
+            BUILD,
+            *FAST_ARGS,
+            "--search",
+            "binary",
+            "--format",
+            "json",
         ),
     )
     assert done.returncode == 20, done.stderr

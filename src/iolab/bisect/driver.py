@@ -52,7 +52,7 @@ class Request:
     margin_pct: float = 1.0
     max_blocks: int = 300
     cache: Path | None = None
-    search: str = "binary"
+    search: str = "probabilistic"
 
 
 @dataclass
@@ -156,7 +156,7 @@ def _engine(
             alpha=alpha,
             margin_pct=margin,
             max_blocks=max_blocks,
-            search="probabilistic" if search == "probabilistic" else "binary",
+            search="binary" if search == "binary" else "probabilistic",
         ),
         kpi=kpi,
     )
@@ -187,7 +187,7 @@ def resume(store: Store, run_id: int, plan: Plan, seed: int) -> Setup:
                 float(s["alpha"]),
                 float(s["margin_pct"]),
                 int(s["max_blocks"]),
-                str(s.get("search", "binary")),
+                str(s.get("search", "probabilistic")),
                 str(s["kpi"]),
             ),
             builds=dict(meta.get("bisect_builds") or {}),

@@ -13,8 +13,11 @@ Error budget.  With K = ceil(log2 n) (the queries binary search needs), steps 1.
 graded at alpha/(K+1) each and step K+j at alpha/(K+1)·2^-j, so all steps together spend at
 most alpha; a wrong culprit needs a wrongly graded step AND a verification that reproduces a
 difference that is not there, so its probability is below alpha (in practice far below).
-The probabilistic search grades each query at `query_alpha` and tolerates wrong grades
-instead (its posterior treats every grade as wrong with that probability).
+The probabilistic search (the default, chosen by bench/sim_bisect.py: docs/bisect.md) grades
+each query at `query_alpha` (alpha/5) and tolerates wrong grades instead: its posterior treats
+every grade as wrong with that probability, and it stops when one commit (or one group of
+unbuildable commits and the buildable one after them) holds 1 - alpha/2 of the mass.  Either
+way a named culprit must then reproduce in the verification, itself at alpha.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ class Settings:
     alpha: float = 0.05
     margin_pct: float = 1.0  # ends: "no change" means within ±margin
     max_blocks: int = 300  # per test (ends, each step, verification)
-    search: SearchKind = "binary"
-    query_alpha: float = 0.01  # probabilistic search only
+    search: SearchKind = "probabilistic"
+    query_alpha: float | None = None  # probabilistic search only; default alpha / 5
 
 
 def step_alpha(alpha: float, n: int, step: int) -> float:
@@ -81,12 +84,15 @@ class Bisection:
             raise ValueError("a bisection needs at least one commit after good")
         self.s = settings
         self.worse = -1.0 if settings.direction is Direction.HIGHER else 1.0
+        self.query_alpha = (
+            settings.query_alpha if settings.query_alpha is not None else settings.alpha / 5
+        )
         self._track = track_interval
         self._kpi = kpi
         self.search: BinarySearch | ProbabilisticSearch = (
             BinarySearch(settings.n)
             if settings.search == "binary"
-            else ProbabilisticSearch(settings.n, settings.query_alpha, settings.alpha / 2)
+            else ProbabilisticSearch(settings.n, self.query_alpha, settings.alpha / 2)
         )
         self.phase: str = "ends"
         self.ends = self._decision(settings.alpha)
@@ -154,7 +160,7 @@ class Bisection:
         alpha = (
             step_alpha(self.s.alpha, self.s.n, step_no)
             if self.s.search == "binary"
-            else self.s.query_alpha
+            else self.query_alpha
         )
         self.step = StepTest(alpha, self.s.max_blocks, self.worse)
 

@@ -107,9 +107,10 @@ class ConsoleProgress(driver.Progress):
 @click.option(
     "--search",
     type=click.Choice(["binary", "probabilistic"]),
-    default="binary",
+    default="probabilistic",
     show_default=True,
-    help="Search strategy (docs/bisect.md explains the default).",
+    help="probabilistic bisection (tolerates a wrongly graded step) or plain binary search "
+    "(docs/bisect.md compares them).",
 )
 @click.option(
     "--cache",
