@@ -249,9 +249,9 @@ def test_candidates_follow_first_parent_history(tmp_path: Path) -> None:
 def test_report_forms_escape_user_text_and_name_the_culprit() -> None:
     import json
 
-    from iolab.bisect.git import Commit
-    from iolab.bisect.summary import BisectReport
+    from iolab.model.bisect import Commit
     from iolab.report import bisect_json, bisect_text
+    from iolab.report.bisect_model import BisectReport
 
     o = simulate(16, 9).outcome
     commits = {

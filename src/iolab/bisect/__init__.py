@@ -5,7 +5,7 @@ both run; `search` chooses queries; `step` grades one candidate against both end
 """
 
 from iolab.bisect.engine import Bisection, Settings, step_alpha
-from iolab.bisect.types import GOOD, Measure, Outcome, StepRecord, TestSummary
+from iolab.model.bisect import GOOD, Measure, Outcome, StepRecord, TestSummary
 
 __all__ = [
     "GOOD",

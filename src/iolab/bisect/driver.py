@@ -13,7 +13,6 @@ without repeating a stored sample.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -25,13 +24,14 @@ import numpy as np
 from iolab.bisect import git
 from iolab.bisect.engine import Bisection, Settings
 from iolab.bisect.target import CommitTarget, LocalBuild, Prepared
-from iolab.bisect.types import Measure, Outcome
 from iolab.errors import IolabError, LabError, PlanError
 from iolab.lab import runner
+from iolab.model.bisect import Measure, Outcome
 from iolab.model.metrics import Direction, metric_info
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan, WorkloadSpec
 from iolab.plan.placeholders import fill_commit, substitute
+from iolab.runs import lifecycle
 from iolab.store.store import Store
 
 KIND = "bisect"
@@ -59,8 +59,7 @@ class Request:
 class Setup:
     """A bisect ready to run: its run, plan, commits and the engine replayed so far."""
 
-    run_id: int
-    seed: int
+    run: lifecycle.OpenRun
     plan: Plan
     case: Case
     repo: Path
@@ -77,6 +76,18 @@ class Setup:
 
     def sha(self, index: int) -> str:
         return self.shas[index + 1]
+
+    @property
+    def run_id(self) -> int:
+        return self.run.run_id
+
+    @property
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def store(self) -> Store:
+        return self.run.store
 
 
 def default_cache() -> Path:
@@ -109,15 +120,17 @@ def choose_kpi(plan: Plan, kpi: str | None) -> tuple[str, Direction]:
     return kpi, direction
 
 
-def start(store: Store, req: Request) -> Setup:
-    """Check everything the user can get wrong, then create the run."""
+def start(store: Store, req: Request, *, destroy_data: bool = False) -> Setup:
+    """Check everything the user can get wrong, then create the run (the lab's preflight
+    first: a refused bisect leaves no run behind)."""
     case = single_case(req.plan)
     kpi, direction = choose_kpi(req.plan, req.kpi)
     repo = req.repo.resolve()
     good = git.resolve(repo, req.good, "--good")
     bad = git.resolve(repo, req.bad, "--bad")
     shas = [good, *git.candidates(repo, good, bad)]
-    run_id, seed = runner.start_run(store, req.plan, kind=KIND)
+    run = lifecycle.start(store, req.plan, kind=KIND, destroy_data=destroy_data)
+    run_id = run.run_id
     cache = (req.cache or default_cache()).resolve() / f"run-{run_id}"
     settings = {
         "repo": str(repo),
@@ -137,7 +150,7 @@ def start(store: Store, req: Request) -> Setup:
     engine = _engine(
         len(shas) - 1, direction, req.alpha, req.margin_pct, req.max_blocks, req.search, kpi
     )
-    return Setup(run_id, seed, req.plan, case, repo, shas, kpi, direction, req.build, cache, engine)
+    return Setup(run, req.plan, case, repo, shas, kpi, direction, req.build, cache, engine)
 
 
 def _engine(
@@ -162,8 +175,11 @@ def _engine(
     )
 
 
-def resume(store: Store, run_id: int, plan: Plan, seed: int) -> Setup:
-    """Rebuild a stored bisect: its settings, builds and blocks, replayed into the engine."""
+def resume(store: Store, run_id: int, *, destroy_data: bool = False) -> Setup:
+    """Rebuild a stored bisect: its plan (unchanged since), settings, builds and blocks,
+    replayed into the engine."""
+    run = lifecycle.reopen(store, run_id, kind=KIND, destroy_data=destroy_data)
+    plan = run.plan
     meta = store.run(run_id).meta
     s = meta.get(META)
     if not isinstance(s, dict):
@@ -171,8 +187,7 @@ def resume(store: Store, run_id: int, plan: Plan, seed: int) -> Setup:
     try:
         direction = Direction(s["direction"])
         setup = Setup(
-            run_id=run_id,
-            seed=seed,
+            run=run,
             plan=plan,
             case=single_case(plan),
             repo=Path(s["repo"]),
@@ -194,7 +209,7 @@ def resume(store: Store, run_id: int, plan: Plan, seed: int) -> Setup:
         )
     except (KeyError, TypeError, ValueError):
         raise IolabError(f"run {run_id} has incomplete bisect settings; cannot resume it") from None
-    _replay(store, setup)
+    _replay(setup)
     return setup
 
 
@@ -222,9 +237,9 @@ def _settle_builds(setup: Setup, build: Callable[[str], bool] | None) -> Measure
         engine.unbuildable(failed)
 
 
-def _replay(store: Store, setup: Setup) -> None:
+def _replay(setup: Setup) -> None:
     by_block: dict[int, dict[str, Sample]] = defaultdict(dict)
-    for sample in store.samples(
+    for sample in setup.store.samples(
         run_id=setup.run_id, metrics=[setup.kpi], with_jobs=False, with_histograms=False
     ):
         if sample.block is not None and sample.variant is not None:
@@ -303,7 +318,6 @@ class Progress:
 
 
 def run(
-    store: Store,
     setup: Setup,
     *,
     max_time_s: float | None = None,
@@ -313,6 +327,7 @@ def run(
     target: CommitTarget | None = None,
 ) -> tuple[Outcome, str]:
     """Measure until the engine ends (or time runs out); (outcome, run status)."""
+    store = setup.store
     progress = progress or Progress()
     target = target or LocalBuild(setup.repo, setup.cache, setup.build)
     engine = setup.engine
@@ -336,61 +351,58 @@ def run(
             trees[sha] = done.src
         return trees[sha]
 
-    status = "failed"
     start_time = time.monotonic()
     durations: list[float] = []
     failed_blocks = 0
     steps_seen = len(engine.records)
+    status = "failed"
     try:
-        measure = _settle_builds(setup, build)
-        if measure is None:
-            status = "finished"
-            return engine.outcome, status
-        first_case = bind(setup.case, tree(setup.sha(measure.arms[0])), setup.sha(measure.arms[0]))
-        session_plan = replace(setup.plan, cases=(first_case,))
-        session = runner.LabSession(
-            session_plan,
-            store,
-            setup.run_id,
-            setup.seed,
-            destroy_data,
-            reporter or runner.SilentReporter(),
-        )
-        with runner.interrupts_raise(), session:
-            block = setup.next_block
-            while measure is not None:
-                if max_time_s is not None and durations:
-                    mean = sum(durations) / len(durations)
-                    if time.monotonic() - start_time + mean > max_time_s:
-                        engine.stop(f"time budget of {max_time_s:g} s spent")
-                        break
-                arms = [setup.sha(i) for i in measure.arms]
-                cases = [bind(setup.case, tree(sha), sha) for sha in arms]
-                done = {(runner.case_key(c), block) for c in cases if c.variant in setup.partial}
-                began = time.monotonic()
-                new = session.run_block(block, done, cases)
-                durations.append(time.monotonic() - began)
-                by_sha = {**setup.partial, **{s.variant or "": s for s in new}}
-                setup.partial = {}
-                progress.block(block, measure, setup)
-                if _feed(setup, measure, [by_sha[sha] for sha in arms]):
-                    failed_blocks = 0
-                else:
-                    failed_blocks += 1
-                    if failed_blocks >= 3:
-                        reason = next((s.reason for s in new if s.reason), "no KPI value")
-                        raise LabError(f"3 blocks in a row without a KPI value: {reason}")
-                if len(engine.records) != steps_seen:
-                    steps_seen = len(engine.records)
-                    progress.step(setup)
-                block += 1
-                measure = _settle_builds(setup, build)
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
+        with lifecycle.running(setup.run) as ending:
+            measure = _settle_builds(setup, build)
+            if measure is not None:
+                arm = setup.sha(measure.arms[0])
+                # the session's plan is bound to a built commit, so that the lab's preflight
+                # checks the real program ({src}/...) rather than the template
+                session = runner.LabSession(
+                    replace(setup.plan, cases=(bind(setup.case, tree(arm), arm),)),
+                    store,
+                    setup.run_id,
+                    setup.seed,
+                    destroy_data,
+                    reporter or runner.SilentReporter(),
+                )
+                with session:
+                    block = setup.next_block
+                    while measure is not None:
+                        if max_time_s is not None and durations:
+                            mean = sum(durations) / len(durations)
+                            if time.monotonic() - start_time + mean > max_time_s:
+                                engine.stop(f"time budget of {max_time_s:g} s spent")
+                                break
+                        arms = [setup.sha(i) for i in measure.arms]
+                        cases = [bind(setup.case, tree(sha), sha) for sha in arms]
+                        done = {
+                            (runner.case_key(c), block) for c in cases if c.variant in setup.partial
+                        }
+                        began = time.monotonic()
+                        new = session.run_block(block, done, cases)
+                        durations.append(time.monotonic() - began)
+                        by_sha = {**setup.partial, **{s.variant or "": s for s in new}}
+                        setup.partial = {}
+                        progress.block(block, measure, setup)
+                        if _feed(setup, measure, [by_sha[sha] for sha in arms]):
+                            failed_blocks = 0
+                        else:
+                            failed_blocks += 1
+                            if failed_blocks >= 3:
+                                why = next((s.reason for s in new if s.reason), "no KPI value")
+                                raise LabError(f"3 blocks in a row without a KPI value: {why}")
+                        if len(engine.records) != steps_seen:
+                            steps_seen = len(engine.records)
+                            progress.step(setup)
+                        block += 1
+                        measure = _settle_builds(setup, build)
+            ending.status = status = "finished"
     finally:
-        with contextlib.suppress(IolabError):
-            store.finish_run(setup.run_id, status)
         target.close(remove=status == "finished")
     return engine.outcome, status

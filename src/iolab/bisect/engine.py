@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from iolab.bisect.search import BinarySearch, ProbabilisticSearch
 from iolab.bisect.step import StepTest, median_pct
-from iolab.bisect.types import (
+from iolab.model.bisect import (
     GOOD,
     Measure,
     Outcome,

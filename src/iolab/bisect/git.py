@@ -4,18 +4,10 @@ rev-list, show).  Every git call is an argument list."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import IolabError, LabError
-
-
-@dataclass(frozen=True)
-class Commit:
-    sha: str
-    subject: str
-    author: str
-    author_date: str  # ISO 8601, as git prints it
+from iolab.model.bisect import Commit
 
 
 def git(repo: Path, *args: str, timeout: float = 120.0) -> str:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from iolab.bisect.types import GOOD
+from iolab.model.bisect import GOOD
 
 
 def groups(n: int, unbuildable: set[int]) -> list[tuple[int, int]]:

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from iolab.bisect.types import StepVerdict
+from iolab.model.bisect import StepVerdict
 from iolab.stats.sequential import one_sided_log_wealth, stake_grid
 
 

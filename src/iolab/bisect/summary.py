@@ -4,40 +4,15 @@ repository and the store; formats live in `iolab.report.bisect_*`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from iolab.analysis.build import Options, pair_report
+from iolab.analysis.select import Selector
 from iolab.bisect import git
 from iolab.bisect.driver import Setup
-from iolab.bisect.git import Commit
-from iolab.bisect.types import GOOD, Outcome
 from iolab.errors import SelectorError
-from iolab.report.build import Options, pair_report
+from iolab.model.bisect import GOOD, Outcome
+from iolab.report.bisect_model import BisectReport
 from iolab.report.model import Report
-from iolab.select import Selector
 from iolab.store.store import Store
-
-SCHEMA = "iolab-bisect/1"
-
-
-@dataclass(frozen=True)
-class BisectReport:
-    run_id: int
-    status: str  # finished | interrupted | failed
-    kpi: str
-    direction: str
-    alpha: float
-    margin_pct: float
-    good: Commit
-    bad: Commit
-    candidates: int
-    outcome: Outcome
-    commits: dict[int, Commit]  # every index the outcome names (steps, range, ends)
-    builds: dict[str, str]  # sha -> "ok" | "failed: why"
-    evidence: Report | None  # parent against culprit (or the range's ends), all metrics
-    cache: str
-
-    def commit(self, index: int | None) -> Commit | None:
-        return None if index is None else self.commits.get(index)
 
 
 def build_report(

@@ -14,11 +14,13 @@ from rich.console import Console
 from iolab.bisect import driver
 from iolab.bisect.summary import build_report, evidence
 from iolab.bisect.target import Prepared
-from iolab.bisect.types import Measure
-from iolab.cli.ab_cmd import parse_duration
-from iolab.cli.compare_cmd import check_levels
-from iolab.cli.options import margin_option
-from iolab.cli.resume import check_plan_or_resume, resumed_plan
+from iolab.cli.options import (
+    check_levels,
+    check_plan_or_resume,
+    margin_option,
+    parse_duration,
+    store_location,
+)
 from iolab.errors import (
     EXIT_BISECT_NO_REGRESSION,
     EXIT_BISECT_NOT_KNOWN,
@@ -26,6 +28,7 @@ from iolab.errors import (
     EXIT_INTERRUPTED,
     IolabError,
 )
+from iolab.model.bisect import Measure
 from iolab.plan import load_plan
 from iolab.report import bisect_json, bisect_text
 from iolab.store import open_store
@@ -178,8 +181,7 @@ def command(
         raise IolabError(f"--build: {e}") from None
     plan = load_plan(plan_path) if plan_path is not None else None
     console = Console(stderr=True, soft_wrap=True)
-    db = ctx.obj.get("db") if ctx.obj else None
-    store = open_store(db, must_exist=resume is not None)
+    store = open_store(store_location(ctx), must_exist=resume is not None)
     try:
         if plan is not None:
             assert repo is not None and good is not None and bad is not None
@@ -198,11 +200,11 @@ def command(
                     cache=Path(cache) if cache else None,
                     search=search,
                 ),
+                destroy_data=destroy_data,
             )
         else:
             assert resume is not None
-            plan, seed = resumed_plan(store, resume, "bisect")
-            setup = driver.resume(store, resume, plan, seed)
+            setup = driver.resume(store, resume, destroy_data=destroy_data)
         if not quiet:
             console.print(
                 f"bisect run {setup.run_id}: {len(setup.shas) - 1} candidate commits, "
@@ -214,7 +216,7 @@ def command(
         progress = ConsoleProgress(console, quiet)
         try:
             outcome, status = driver.run(
-                store, setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
+                setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
             )
         except KeyboardInterrupt:
             click.echo(

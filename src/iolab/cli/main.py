@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "regressions_cmd",
         "The regression registry: every entry with its status, size and...",
     ),
-    "bisect": ("bisect_cmd", "SHORT"),
+    "bisect": ("bisect_cmd", "Find the commit between --good and --bad that changed PLAN's..."),
 }
 
 

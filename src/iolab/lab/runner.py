@@ -35,7 +35,7 @@ from iolab.model.sample import Sample, cell_key
 from iolab.model.sample import case_key as model_case_key
 from iolab.monitors.base import Monitor, MonitorContext, Reading
 from iolab.plan.model import Case, FilesystemSpec, Plan, TargetSpec, WorkloadSpec
-from iolab.plan.placeholders import render_workload
+from iolab.plan.placeholders import render_workload, uses_commit
 
 WORK_ROOT = Path("/run/iolab/work")
 # kernel log lines worth quoting in a failed sample's reason
@@ -498,7 +498,9 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
                 tools.add("fio" if step.kind == "fio" else (step.argv or ("",))[0])
         if case.cpus:
             tools.add("taskset")
-    for tool in sorted(t for t in tools if t):
+    # a program inside the commit's tree ({src}/...) exists only once `iolab bisect` has
+    # built that commit; the bisect preflights its plan again, bound to the commit
+    for tool in sorted(t for t in tools if t and not uses_commit(t)):
         commands.require(tool)
     names = sorted({name for case in plan.cases for name in case.monitors})
     if names:

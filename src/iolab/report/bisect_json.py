@@ -6,10 +6,9 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from iolab.bisect.git import Commit
-from iolab.bisect.summary import SCHEMA, BisectReport
-from iolab.bisect.types import StepRecord, TestSummary
+from iolab.model.bisect import Commit, StepRecord, TestSummary
 from iolab.report import json_format
+from iolab.report.bisect_model import SCHEMA, BisectReport
 
 
 def _commit(c: Commit | None) -> dict[str, Any] | None:

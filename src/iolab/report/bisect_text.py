@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import math
 
-from iolab.bisect.git import Commit
-from iolab.bisect.summary import BisectReport
-from iolab.bisect.types import TestSummary
+from iolab.model.bisect import Commit, TestSummary
+from iolab.report.bisect_model import BisectReport
 from iolab.report.fmt import pct
 from iolab.report.model import SIGNIFICANT
 from iolab.stats.sequential import INTERVAL_EDGE_LOG

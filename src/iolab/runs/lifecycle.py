@@ -26,7 +26,11 @@ from iolab.runs.meta import LabMeta, RecordedKpi, resume_point
 from iolab.store.store import Store
 
 # which command continues a run of each kind
-CONTINUED_BY = {"lab": "iolab run --resume", "ab": "iolab ab --resume"}
+CONTINUED_BY = {
+    "lab": "iolab run --resume",
+    "ab": "iolab ab --resume",
+    "bisect": "iolab bisect --resume",
+}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Typed results of a bisection (pure data; `iolab.bisect.engine` fills them)."""
+"""Typed results of a bisection: plain data that `iolab.bisect` fills and `iolab.report`'s
+bisect formats render (here, one floor below both)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,11 @@ class Outcome:
     @property
     def culprit(self) -> int | None:
         return self.first if self.kind == "found" else None
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    author: str
+    author_date: str  # ISO 8601, as git prints it
