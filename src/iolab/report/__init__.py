@@ -1,24 +1,46 @@
 """Report formats: one module per output form behind one interface,
 `render(report, RenderOptions) -> str`.  `iolab.analysis.build` turns selected samples into
-the `Report` they all render; formats never compute statistics."""
+the `Report` they all render; formats never compute statistics.
+
+A format's module is imported when it first renders (FORMATS names them without loading
+them), so a command that only needs `report.fmt` (`iolab parse`, `iolab results`) does not
+load every format at start."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 
-from iolab.report import benchstat, json_format, lkp, markdown, table
 from iolab.report.model import Report, ci_exit_code
 from iolab.report.options import RenderOptions
 
 Renderer = Callable[[Report, RenderOptions], str]
 
-FORMATS: dict[str, Renderer] = {
-    "table": table.render,
-    "lkp": lkp.render,
-    "benchstat": benchstat.render,
-    "markdown": markdown.render,
-    "json": json_format.render,
+# format name → the module whose `render` writes it
+_MODULES = {
+    "table": "iolab.report.table",
+    "lkp": "iolab.report.lkp",
+    "benchstat": "iolab.report.benchstat",
+    "markdown": "iolab.report.markdown",
+    "json": "iolab.report.json_format",
 }
+
+
+class _Formats(Mapping[str, Renderer]):
+    """Format name → renderer, each module imported on first use."""
+
+    def __getitem__(self, name: str) -> Renderer:
+        renderer: Renderer = importlib.import_module(_MODULES[name]).render
+        return renderer
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+FORMATS: Mapping[str, Renderer] = _Formats()
 
 
 def render(report: Report, format_name: str, options: RenderOptions | None = None) -> str:
