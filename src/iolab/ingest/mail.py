@@ -9,10 +9,11 @@ quoted-printable or base64, format=flowed) into the plain text a person would ha
 
 from __future__ import annotations
 
-import email
-import email.policy
 import re
-from email.message import EmailMessage, Message
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from email.message import Message
 
 # One or more quote marks, each optionally followed by one space: "> ", ">>", "> > >".
 _QUOTE = re.compile(r"^[ \t]*>(?:[ \t]?>)*[ \t]?")
@@ -188,6 +189,9 @@ def message_text(text: str) -> str:
     lines re-joined; any other text is returned unchanged."""
     if not looks_like_message(text):
         return text
+    import email  # the mail parser is loaded only for a saved message (start-up of parse)
+    import email.policy
+
     message = email.message_from_string(text, policy=email.policy.default)
     bodies: list[str] = []
     for part in message.walk():
@@ -204,6 +208,8 @@ def message_text(text: str) -> str:
 
 
 def _decoded(part: Message) -> str | None:
+    from email.message import EmailMessage
+
     try:
         if isinstance(part, EmailMessage):
             content = part.get_content()
