@@ -73,3 +73,13 @@ def test_listed_help_is_the_commands_own(name: str) -> None:
     command = cli.get_command(click.Context(cli), name)
     assert command is not None
     assert COMMANDS[name][1] == command.get_short_help_str(limit=65)  # click at 80 columns
+
+
+def test_known_heads_are_alembics() -> None:
+    """The fast path of opening a store reads the newest revisions from the revision files'
+    text; it must find what alembic itself finds."""
+    from alembic.script import ScriptDirectory
+
+    from iolab.store.migrate import alembic_config, known_heads
+
+    assert known_heads() == set(ScriptDirectory.from_config(alembic_config()).get_heads())
