@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from iolab.analysis.build import Options, by_report, pair_report
@@ -10,6 +12,8 @@ from iolab.cli.options import check_levels, ci_option, margin_option, store_loca
 from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import IolabError
 from iolab.history.registry import record_report
+from iolab.publish import gather
+from iolab.report import ci_exit_code, html
 from iolab.store import open_store
 
 
@@ -47,7 +51,12 @@ from iolab.store import open_store
     help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
 )
 @click.option(
-    "--format", "format_name", type=click.Choice(FORMAT_NAMES), default="table", show_default=True
+    "--format",
+    "format_name",
+    type=click.Choice([*FORMAT_NAMES, "html"]),
+    default="table",
+    show_default=True,
+    help="html: one self-contained page with the samples plotted (as `iolab report`).",
 )
 @click.option(
     "--correction",
@@ -91,6 +100,17 @@ def command(
     )
     sel_a = parse_selector(a)
     sel_b = parse_selector(b) if b is not None else None
+    if format_name == "html":
+        with open_store(store_location(ctx), must_exist=True) as store:
+            if sel_b is None:
+                page = gather.by_html(store, sel_a, by or "variant", baseline, options)
+            else:
+                page = gather.pair_html(store, sel_a, sel_b, options)
+            record_report(store, page.report, "compare", a, b)  # as for every format
+        click.echo(html.render(page, show_all=show_all), nl=False)
+        if ci and (code := ci_exit_code(page.report)):
+            sys.exit(code)
+        return
     with open_store(store_location(ctx), must_exist=True) as store:
         if sel_b is None:
             report = by_report(store, sel_a, by or "variant", baseline, options)

@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The regression registry: every entry with its status, size and...",
     ),
     "bisect": ("bisect_cmd", "Find the commit between --good and --bad that changed PLAN's..."),
+    "report": ("report_cmd", "An HTML report of B against A (or of one run's variants), with..."),
+    "publish": ("publish_cmd", "Write a static site of every run in the store to DIR (index,..."),
 }
 
 

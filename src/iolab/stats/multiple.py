@@ -90,15 +90,21 @@ def graphical_holm(
         running = max(running, ratios[pos])
         adjusted[i] = float(min(1.0, running))
         active.remove(i)
+        # Bretz et al.'s update for the hypotheses still active, as array operations (the
+        # loop over pairs was cubic in Python and dominated wide tables)
+        act = np.asarray(active, dtype=int)
         new_w = w.copy()
         new_g = np.zeros_like(g)
-        for j in active:
-            new_w[j] = w[j] + w[i] * g[i, j]
-            for m in active:
-                if m == j:
-                    continue
-                denom = 1.0 - g[j, i] * g[i, j]
-                new_g[j, m] = (g[j, m] + g[j, i] * g[i, m]) / denom if denom > 1e-12 else 0.0
+        if act.size:
+            new_w[act] = w[act] + w[i] * g[i, act]
+            denom = 1.0 - g[act, i] * g[i, act]
+            safe = denom > 1e-12
+            sub = (g[np.ix_(act, act)] + np.outer(g[act, i], g[i, act])) / np.where(
+                safe, denom, 1.0
+            )[:, None]
+            sub[~safe, :] = 0.0
+            np.fill_diagonal(sub, 0.0)
+            new_g[np.ix_(act, act)] = sub
         new_w[i] = 0.0
         w, g = new_w, new_g
     return adjusted[: len(primary)], adjusted[len(primary) :]

@@ -7,6 +7,7 @@ with probability 1 - 2 P(Binomial(n, 1/2) <= k-1), whatever the distribution.  W
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -16,6 +17,7 @@ from scipy import stats
 from iolab.stats.types import Summary
 
 
+@functools.lru_cache(maxsize=4096)  # pure in (n, level); wide tables ask it again and again
 def median_ci_orders(n: int, level: float) -> tuple[int, float] | None:
     """(k, achieved level) of the narrowest order-statistic interval covering `level`, or None."""
     if n < 2:
