@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from iolab.store import open_store
 EPS = [-0.005, 0.004, -0.003, 0.002, -0.001, 0.001, -0.002, 0.003, -0.004, 0.005]
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 HOSTILE_VARIANT = "<b onmouseover=alert(3)>b</b>"
+NIGHTLY = "<script>alert(4)</script> nightly"  # no '"': a selector cannot name such a label
 
 
 def add_run(
@@ -268,4 +270,46 @@ def test_site_in_chromium(store: dict[str, object], browser: Browser) -> None:
         page.locator(f'a[href="runs/{store["import"]}.html"]').click()
         page.wait_for_load_state("load")
         assert "No comparison within this run" in page.locator("body").inner_text()
+        visit.assert_clean()
+
+
+def test_history_and_registry_pages(browser: Browser, tmp_path: Path) -> None:
+    """A label whose runs step down 10% gets a history page with the change point; the
+    regression `compare` recorded is on the registry page; both are linked from the index."""
+    db = str(tmp_path / "h.db")
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    with open_store(db) as st:
+        for i, v in enumerate([100, 102, 99, 101, 100, 98, 90, 91, 89, 90, 92, 90]):
+            run_id = st.create_run("import", label=NIGHTLY)
+            st.add_sample(
+                Sample(
+                    run_id=run_id,
+                    metrics={"write.iops": v * 100.0},
+                    source="r.json",
+                    started_at=start + timedelta(days=i),
+                )
+            )
+            st.finish_run(run_id)
+    ab = add_run(db, "ab", blocks=16)
+    assert invoke(db, "compare", f"{ab}:a", f"{ab}:b")[0] == 0  # records the regression
+    site = tmp_path / "site"
+    assert invoke(db, "publish", str(site))[0] == 0
+    with browser.visit(url(site / "index.html")) as visit:
+        page = visit.page
+        assert page.locator("nav a").all_inner_texts() == ["history", "regressions"]
+        page.locator("nav a", has_text="history").click()
+        page.wait_for_load_state("load")
+        page.locator("table a").first.click()
+        page.wait_for_load_state("load")
+        assert NIGHTLY in page.locator("h1").inner_text()
+        assert page.locator("figure svg").count() == 1
+        assert page.locator("figcaption .verdict").all_inner_texts() == ["regression"]
+        page.locator("nav a", has_text="all runs").click()
+        page.wait_for_load_state("load")
+        page.locator("nav a", has_text="regressions").click()
+        page.wait_for_load_state("load")
+        # compare's verdict; publishing never records (history's change point is not entered)
+        assert page.locator("table .verdict").all_inner_texts() == ["open"]
+        assert "compare" in page.locator("table").inner_text()
+        assert page.locator("img").count() == 0
         visit.assert_clean()

@@ -4,13 +4,15 @@ opened from disk.
     DIR/index.html, index-2.html, …   the runs, newest first, RUNS_PER_PAGE a page
     DIR/runs/N.html                   one self-contained report per run (as `iolab report N`)
     DIR/data/run-N.js                 a run's KPI samples, loaded by the index on demand
+    DIR/history/…, registry.html      each label's history with change points; the registry
     DIR/site.json                     what was published: per run a fingerprint and its
                                       verdicts, so a re-publish skips finished runs that did
                                       not change and still lists their verdicts
 
 No page holds more than one run's samples; the index loads a run's samples only when its
 row is opened (a <script> element, which also works from file://, where fetch() does not).
-A new kind of page (history, registry) is one template and one function in `SECTIONS`.
+Beyond the runs: the history of each label and the regression registry (`sections`); a new
+kind of page is one template and one function in `_sections`.
 """
 
 from __future__ import annotations
@@ -87,7 +89,13 @@ class Section:
     build: Callable[[Store, Path], tuple[str, str] | None]
 
 
-SECTIONS: tuple[Section, ...] = ()
+def _sections() -> tuple[Section, ...]:
+    from iolab.publish import sections
+
+    return (
+        Section("history", sections.history_section),
+        Section("regressions", sections.registry_section),
+    )
 
 
 def _site_version() -> str:
@@ -131,7 +139,7 @@ def publish(db: StoreLocation, out_dir: str | Path, jobs: int | None = None) -> 
     store = open_store(db, must_exist=True)
     try:
         runs = store.runs()
-        links = [link for s in SECTIONS if (link := s.build(store, out)) is not None]
+        links = [link for s in _sections() if (link := s.build(store, out)) is not None]
     finally:
         store.close()
     todo: list[int] = []
@@ -173,7 +181,7 @@ def publish(db: StoreLocation, out_dir: str | Path, jobs: int | None = None) -> 
 
 
 def _foreign(out: Path) -> bool:
-    ours = {"index.html", "runs", "data", MANIFEST}
+    ours = {"index.html", "runs", "data", "history", "registry.html", MANIFEST}
     return any(
         p.name not in ours and not (p.name.startswith("index-") and p.suffix == ".html")
         for p in out.iterdir()

@@ -12,9 +12,11 @@ matplotlib is imported here only, when a figure is drawn, so the CLI starts fast
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from typing import Any
 
+from iolab.history.types import Series
 from iolab.report import fmt
 from iolab.report.html_model import KpiSamples, SequentialTrace
 from iolab.report.layout import display_buckets
@@ -243,4 +245,43 @@ def histogram_figure(shift: HistogramShift, a_name: str, b_name: str, salt: str)
         ax.set_title(shift.name)
         ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2, borderaxespad=0.2)
         fig.subplots_adjust(left=0.6 / width, right=0.99, bottom=0.27 if rotate else 0.17, top=0.88)
+        return _svg(fig, salt)
+
+
+def history_figure(series: Series, salt: str) -> str:
+    """One KPI's history: a point per run (median, with its interval when the run had
+    replicates) in the series' order, and each confirmed change point as a dashed line
+    with the level before and after it."""
+    plt = _plt()
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(7.4, 2.3))
+        xs = list(range(1, len(series.points) + 1))
+        ys = [p.value for p in series.points]
+        lows = [p.value - p.ci_low if p.ci_low is not None else 0.0 for p in series.points]
+        highs = [p.ci_high - p.value if p.ci_high is not None else 0.0 for p in series.points]
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[lows, highs],
+            fmt="o",
+            ms=3.5,
+            color=COLOR_A,
+            ecolor="#b9c0c9",
+            elinewidth=1,
+            zorder=2,
+        )
+        bounds = [0, *[cp.index for cp in series.change_points], len(ys)]
+        for cp in series.change_points:
+            color = {"regression": "#b42318", "improvement": "#1f7a3f"}.get(cp.kind, "#6b3fa0")
+            ax.axvline(cp.index + 0.5, color=color, lw=1.2, ls="--", zorder=1)
+        import numpy as np
+
+        for start, stop in itertools.pairwise(bounds):
+            if stop > start:
+                level = float(np.median(ys[start:stop]))
+                ax.hlines(level, start + 0.6, stop + 0.4, color=COLOR_B, lw=1.6, zorder=3)
+        _value_axis(ax, series.unit)
+        ax.set_xlabel("runs, in order")
+        ax.set_title(f"{series.metric} ({series.unit})" if series.unit else series.metric)
+        fig.subplots_adjust(left=0.085, right=0.99, bottom=0.19, top=0.88)
         return _svg(fig, salt)
