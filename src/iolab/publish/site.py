@@ -35,7 +35,7 @@ from iolab.errors import IolabError, SelectorError
 from iolab.model.sample import RunInfo
 from iolab.publish import gather
 from iolab.publish.files import write_atomically
-from iolab.report import fmt, html
+from iolab.report import fmt, html, plots
 from iolab.runs.meta import ab_settings
 from iolab.store import open_store
 from iolab.store.location import StoreLocation
@@ -104,7 +104,8 @@ def _site_version() -> str:
     templates = Path(html.__file__).parent / "templates"
     for path in sorted(templates.glob("*.j2")):
         digest.update(path.read_bytes())
-    for module in (html.__file__, gather.__file__):
+    here = Path(__file__).parent
+    for module in (html.__file__, plots.__file__, gather.__file__, here / "sections.py"):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()[:16]
 
