@@ -9,8 +9,10 @@ tests/data/fio-repeats/out), cycled to N files in a temporary directory.  Three 
   parser, outside the timing) with sqlite3 `executemany` in one transaction into a database
   created with iolab's schema.  Nothing can import faster than this without skipping work.
 - iolab: `iolab import --label bench FILE…` as a user runs it (a new process: its start-up
-  and imports are included), into a fresh database.
-- ratio = iolab / floor.  Rounds alternate floor and iolab; the medians are reported.
+  and imports are included), into an empty store created beforehand, as the floor's is.
+- ratio = iolab / floor, per round (floor and iolab alternate, so load from elsewhere falls
+  on both), in wall time and in CPU time (user + system: robust against a busy machine);
+  the medians over the rounds are reported.
 
     .venv/bin/python bench/import_speed.py --files 10000 --rounds 3
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -81,9 +84,10 @@ def rows_for(results: list[Result]) -> Rows:
     return samples, metrics, bins
 
 
-def floor_once(files: list[Path], db: Path, rows: Rows) -> float:
+def floor_once(files: list[Path], db: Path, rows: Rows) -> tuple[float, float]:
+    """(wall s, CPU s) of the floor."""
     samples, metrics, bins = rows
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for path in files:
         json.loads(path.read_bytes())
     con = sqlite3.connect(db)
@@ -98,7 +102,7 @@ def floor_once(files: list[Path], db: Path, rows: Rows) -> float:
         con.executemany("INSERT INTO histograms VALUES (?, ?, ?, ?, ?)", bins)
         con.execute("UPDATE runs SET status = 'finished' WHERE id = 1")
     con.close()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def fresh_store(path: Path) -> None:
@@ -107,15 +111,20 @@ def fresh_store(path: Path) -> None:
     store.close()
 
 
-def iolab_once(files: list[Path], db: Path) -> float:
+def iolab_once(files: list[Path], db: Path) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of `iolab import`."""
     iolab = str(Path(sys.executable).parent / "iolab")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
         [iolab, "--db", str(db), "import", "--label", "bench", *map(str, files)],
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def main() -> int:
@@ -133,17 +142,25 @@ def main() -> int:
             f"{len(files)} files, {len(results)} results, {len(rows[1])} metric rows, "
             f"{len(rows[2])} histogram rows"
         )
-        floors, iolabs = [], []
+        wall_ratios, cpu_ratios = [], []
         for _ in range(args.rounds):
             db = work / "floor.db"
             fresh_store(db)
-            floors.append(floor_once(files, db, rows))
+            floor_wall, floor_cpu = floor_once(files, db, rows)
             db = work / "iolab.db"
-            db.unlink(missing_ok=True)
-            iolabs.append(iolab_once(files, db))
-            print(f"  floor {floors[-1]:.2f} s   iolab import {iolabs[-1]:.2f} s")
-        floor, ours = statistics.median(floors), statistics.median(iolabs)
-        print(f"median: floor {floor:.2f} s, iolab import {ours:.2f} s, ratio {ours / floor:.2f}")
+            fresh_store(db)  # like the floor's: an empty store with iolab's schema
+            ours_wall, ours_cpu = iolab_once(files, db)
+            wall_ratios.append(ours_wall / floor_wall)
+            cpu_ratios.append(ours_cpu / floor_cpu)
+            print(
+                f"  floor {floor_wall:.2f} s wall {floor_cpu:.2f} s CPU   "
+                f"iolab import {ours_wall:.2f} s wall {ours_cpu:.2f} s CPU   "
+                f"ratio {wall_ratios[-1]:.2f} wall {cpu_ratios[-1]:.2f} CPU"
+            )
+        print(
+            f"median ratio iolab/floor over {args.rounds} rounds: "
+            f"{statistics.median(wall_ratios):.2f} wall, {statistics.median(cpu_ratios):.2f} CPU"
+        )
     return 0
 
 

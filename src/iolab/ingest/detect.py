@@ -75,9 +75,9 @@ def read_source(path: str) -> str:
 def parse_text(text: str, source: str) -> list[Result]:
     """Every result found in `text`; IngestError when there is none or one is broken."""
     found: list[tuple[int, Result]] = []
+    lines: list[str] | None = None  # split only when a caption has to be looked for
     if fio_json.looks_like(text):
-        lines = text.splitlines()
-        found = fio_json.find(lines, source)
+        found = fio_json.find_in_text(text, source)
     else:
         text = mail.message_text(text)  # a saved message: its decoded text/plain body
         lines = mail.unquote(text.splitlines())
@@ -92,7 +92,9 @@ def parse_text(text: str, source: str) -> list[Result]:
     found = two_forms.merge(found)  # `--output-format=terse,normal`: one run, not two
     results = []
     for start, result in found:
-        if result.caption is None:
+        if result.caption is None and start > 0:  # nothing above line 0 to caption it
+            if lines is None:
+                lines = text.splitlines()
             result.caption = mail.caption_for(lines, start)
         results.append(result)
     return results

@@ -20,6 +20,8 @@ RESULT_LEVEL = ""
 
 def job_keys(names: list[str]) -> list[str]:
     """Distinct, non-empty keys for a result's jobs (see the module docstring)."""
+    if all(names) and len(set(names)) == len(names):
+        return list(names)  # the common case: unique names are kept as they are
     counts = Counter(names)
     seen: Counter[str] = Counter()
     keys = []
