@@ -15,6 +15,7 @@ tests/data/fio-repeats/out), cycled to N files in a temporary directory.  Three 
   the medians over the rounds are reported.
 
     .venv/bin/python bench/import_speed.py --files 10000 --rounds 3
+    .venv/bin/python bench/import_speed.py --iolab-src /path/to/old/checkout/src   # before
 
 Leaves nothing behind (the temporary directory is removed).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import resource
 import shutil
 import sqlite3
@@ -111,15 +113,17 @@ def fresh_store(path: Path) -> None:
     store.close()
 
 
-def iolab_once(files: list[Path], db: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the child) of `iolab import`."""
+def iolab_once(files: list[Path], db: Path, src: str | None) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of `iolab import` (of the iolab in `src`, if given)."""
     iolab = str(Path(sys.executable).parent / "iolab")
+    env = {**os.environ, "PYTHONPATH": src} if src else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
         [iolab, "--db", str(db), "import", "--label", "bench", *map(str, files)],
         check=True,
         stdout=subprocess.DEVNULL,
+        env=env,
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -131,6 +135,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--iolab-src",
+        default=None,
+        metavar="DIR",
+        help="time the iolab of another checkout's src/ (e.g. before a change)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="iolab-import-bench.") as tmp:
         work = Path(tmp)
@@ -149,7 +159,7 @@ def main() -> int:
             floor_wall, floor_cpu = floor_once(files, db, rows)
             db = work / "iolab.db"
             fresh_store(db)  # like the floor's: an empty store with iolab's schema
-            ours_wall, ours_cpu = iolab_once(files, db)
+            ours_wall, ours_cpu = iolab_once(files, db, args.iolab_src)
             wall_ratios.append(ours_wall / floor_wall)
             cpu_ratios.append(ours_cpu / floor_cpu)
             print(
