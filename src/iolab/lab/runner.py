@@ -29,7 +29,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from iolab.errors import IolabError, LabError, PlanError, RefusedError
-from iolab.lab import commands, filesystem, kmsg, knobs, provenance, target, workload
+from iolab.lab import commands, devargs, filesystem, kmsg, knobs, provenance, target, workload
 from iolab.lab.journal import Journal
 from iolab.model.sample import Sample, cell_key
 from iolab.model.sample import case_key as model_case_key
@@ -123,10 +123,13 @@ class _Prepared:
     def render(self, spec: WorkloadSpec) -> WorkloadSpec:
         """The workload with its placeholders ({mnt}, {dev}, {workdir}) filled in."""
         mounts = [str(m.mountpoint) for m in self.mounts]
+        own = [d.path for d in self.devices]
         try:
-            return render_workload(spec, mounts, [d.path for d in self.devices], str(self.workdir))
+            rendered = render_workload(spec, mounts, own, str(self.workdir))
         except KeyError as exc:
             raise PlanError(f"placeholder {{{exc.args[0]}}} has no value here") from None
+        check_workload_devices(rendered, own, self.workdir)  # after rendering: real paths
+        return rendered
 
 
 @dataclass
@@ -287,6 +290,8 @@ class LabSession:
         journal.record("rmtree", path=str(workdir))
         mounts: list[filesystem.Mounted] = []
         fs = case.filesystem
+        own = [d.path for d in devices]
+        check_case_options(case, own)  # again: a device may have appeared since preflight
         if fs is not None:
             if case.prepare.mkfs == "per-sample" or state.filesystem != fs:
                 state.filesystem = None
@@ -483,12 +488,34 @@ class SampleFailed(LabError):
 # ------------------------------------------------------------------------------- checks
 
 
+def check_case_options(case: Case, own: Sequence[str]) -> None:
+    """RefusedError when mkfs or mount options name a block device other than `own`."""
+    fs = case.filesystem
+    if fs is not None:
+        devargs.check_words(fs.mkfs_options, own, what="mkfs")
+        devargs.check_words(fs.mount_options, own, what="mount")
+
+
+def check_workload_devices(spec: WorkloadSpec, own: Sequence[str], cwd: Path) -> None:
+    """RefusedError when a workload names a block device other than `own` (its {devN})."""
+    words = devargs.fio_words(spec.fio_text) if spec.fio_text else list(spec.argv[1:])
+    devargs.check_words(words, own, what=f"{spec.kind} workload", cwd=cwd)
+
+
 def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
     """Refuse before any change (and before a run is created): designated devices that fail
-    the safety rules, tools that are missing."""
+    the safety rules, options that name other block devices, tools that are missing, loop
+    images that would not fit."""
     for spec in {case.target for case in plan.cases}:
         if spec.kind == "device":
             target.designated(list(spec.devices), destroy_data=destroy_data)
+    for case in plan.cases:
+        own = list(case.target.devices)  # loop targets: none of theirs exists yet
+        check_case_options(case, own)
+        for step in (case.workload, case.prepare.fill, case.prepare.warmup):
+            if step is not None:
+                check_workload_devices(step, own, WORK_ROOT)
+    target.check_space(plan_loop_needs(plan))
     tools = {"losetup"} if any(c.target.kind == "loop" for c in plan.cases) else set()
     for case in plan.cases:
         if case.filesystem is not None:
@@ -507,3 +534,9 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
         from iolab.monitors import registry
 
         registry.create(names)  # an unknown monitor name is refused before the run starts
+
+
+def plan_loop_needs(plan: Plan) -> list[tuple[TargetSpec, int]]:
+    """(loop target, bytes its images take at most) for each distinct loop target."""
+    specs = {case.target for case in plan.cases if case.target.kind == "loop"}
+    return [(spec, spec.count * spec.size_bytes) for spec in specs]

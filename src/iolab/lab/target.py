@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolab.errors import LabError
 from iolab.lab import commands, safety
 from iolab.lab.journal import Journal
+from iolab.plan.model import TargetSpec
 
 BACKING_DIRS = {"ram": Path("/dev/shm"), "disk": Path("/var/tmp")}
 
@@ -59,6 +61,33 @@ def image_path(backing: str, run_id: int, n: int, directory: Path | None = None)
     return base / f"iolab-{run_id}-{os.getpid()}-{n}.img"
 
 
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
+
+
+def check_space(needs: Sequence[tuple[TargetSpec, int]]) -> None:
+    """LabError when the loop images of a run would not fit where they go: images are sparse,
+    but a workload that fills them would otherwise run a RAM-backed /dev/shm (or the disk)
+    out of space mid-run."""
+    wanted: dict[Path, int] = {}
+    for spec, size in needs:
+        base = Path(spec.directory) if spec.directory else BACKING_DIRS.get(spec.backing)
+        if base is None:
+            raise LabError(f"unknown image backing {spec.backing!r} (ram or disk)")
+        wanted[base] = wanted.get(base, 0) + size
+    for base, size in sorted(wanted.items()):
+        try:
+            st = os.statvfs(base)
+        except OSError as exc:
+            raise LabError(f"cannot place loop images in {base}: {exc.strerror}") from None
+        free = st.f_bavail * st.f_frsize
+        if size > free:
+            raise LabError(
+                f"the loop images need {_gib(size)} in {base}, which has {_gib(free)} free "
+                "(make target.size smaller or use another backing)"
+            )
+
+
 def create_loop_images(
     journal: Journal,
     run_id: int,
@@ -71,6 +100,14 @@ def create_loop_images(
     """Create `count` sparse images of `size` bytes and attach each to a free loop device
     (numbered from `first`, so several targets of one run get distinct names)."""
     commands.require("losetup")
+    spec = TargetSpec(
+        "loop",
+        count,
+        size,
+        "disk" if backing == "disk" else "ram",
+        str(directory) if directory else None,
+    )
+    check_space([(spec, count * size)])
     target = Target(created=True)
     for n in range(first, first + count):
         image = image_path(backing, run_id, n, directory)
