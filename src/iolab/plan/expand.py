@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +30,7 @@ from iolab.plan.sections import (
     Context,
     check_keys,
     present,
+    read_allow_paths,
     read_filesystem,
     read_fio_overrides,
     read_knobs,
@@ -50,9 +54,14 @@ PLAN_KEYS = (
     "seed",
     "baseline",
     "profiles",
+    "allow_paths",
 )
-PROFILE_KEYS = tuple(k for k in PLAN_KEYS if k not in ("name", "profiles"))
+PROFILE_KEYS = tuple(k for k in PLAN_KEYS if k not in ("name", "profiles", "allow_paths"))
 DEFAULT_REPEAT = 5
+# Upper bounds a plan must stay within: beyond them it is a mistake (or hostile), not a plan.
+MAX_PLAN_BYTES = 1 << 20
+MAX_REPEAT = 10_000
+MAX_CASES = 10_000
 # Matrix dimensions whose name alone says what they set.
 DIMENSION_PATHS = {"fs": "filesystem.type", "scheduler": "knobs.queue.scheduler"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
@@ -64,7 +73,7 @@ FioChecker = Callable[[str], str | None]
 def build_plan(path: str, profile: str | None = None, *, check_fio: bool = True) -> Plan:
     """Read, validate and expand `path` with `profile` applied (see the module docstring)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_plan_text(path).decode("utf-8")
     except UnicodeDecodeError as e:
         raise PlanError(
             f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
@@ -72,6 +81,19 @@ def build_plan(path: str, profile: str | None = None, *, check_fio: bool = True)
     except OSError as e:
         raise PlanError(f"{path}: cannot read the plan: {e.strerror or e}") from None
     return plan_from_text(text, path, profile, check_fio=check_fio)
+
+
+def read_plan_text(path: str) -> bytes:
+    """The plan file's bytes: a regular file of at most MAX_PLAN_BYTES (a FIFO, a device such
+    as /dev/zero or a huge file is refused at once instead of being read forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PlanError(f"{path}: not a regular file")
+        data = fh.read(MAX_PLAN_BYTES + 1)
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanError(f"{path}: larger than {MAX_PLAN_BYTES >> 10} KiB; not a plan")
+    return data
 
 
 def plan_from_text(
@@ -141,6 +163,7 @@ class _Builder:
         self.path = path
         self.checker = checker
         self.plan_dir = Path(path).resolve().parent
+        self.allowed = read_allow_paths(present(root.items(), "allow_paths"))
 
     def build(self, profile: str | None) -> Plan:
         top = _prepared(self.root)
@@ -154,6 +177,9 @@ class _Builder:
         base = map_node({k: v for k, v in entries.items() if k in CONFIG_KEYS}, top)
         cases: list[Case] = []
         used: set[str] = set()
+        n_cases = math.prod(len(d.values) for d in dims) * max(1, len(variants))
+        if n_cases > MAX_CASES:
+            top.fail(f"{n_cases} cases (variants × matrix cells); at most {MAX_CASES}")
         cells = list(itertools.product(*(d.values for d in dims))) if dims else [()]
         for cell_values in cells:
             cell = dict(zip((d.name for d in dims), cell_values, strict=True))
@@ -206,7 +232,10 @@ class _Builder:
 
     def _repeat(self, entries: dict[str, Node]) -> int:
         node = present(entries, "repeat")
-        return DEFAULT_REPEAT if node is None else read_int(node, 1)
+        repeat = DEFAULT_REPEAT if node is None else read_int(node, 1)
+        if node is not None and repeat > MAX_REPEAT:
+            node.fail(f"at most {MAX_REPEAT} blocks, got {repeat}")
+        return repeat
 
     def _seed(self, entries: dict[str, Node]) -> int | None:
         node = present(entries, "seed")
@@ -348,7 +377,7 @@ class _Builder:
         filesystem = read_filesystem(entries["filesystem"])
         target = read_target(present(entries, "target"))
         sysctls, queue = read_knobs(present(entries, "knobs"))
-        ctx = Context(self.plan_dir, values, filesystem is not None, used)
+        ctx = Context(self.plan_dir, values, filesystem is not None, used, self.allowed)
         workload_node = entries["workload"]
         overrides_node = present(entries, "fio")
         workload, needed = read_workload(

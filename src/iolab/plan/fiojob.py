@@ -11,10 +11,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
 
 from iolab.plan.placeholders import device_index, fill_commit, names_in, render_text
 
@@ -75,23 +73,23 @@ def check_job(text: str) -> str | None:
     if fio is None:
         return None
     count = 1 + max((device_index(n) or 0) for n in [*names_in(text), "dev"])
-    with tempfile.TemporaryDirectory(prefix="iolab-parse-") as tmp:
-        mounts = [f"{tmp}/mnt{i}" for i in range(count)]
-        devices = [f"{tmp}/dev{i}" for i in range(count)]
-        try:
-            commit = fill_commit(text, f"{tmp}/src", "0" * 40)
-            rendered = render_text(commit, mounts, devices, f"{tmp}/work")
-        except KeyError as e:
-            return f"unknown placeholder {{{e.args[0]}}}"
-        job = Path(tmp) / "job.fio"
-        job.write_text(rendered)
-        proc = subprocess.run(
-            [fio, "--parse-only", str(job)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+    base = "/nonexistent/iolab-parse"  # the job goes in on stdin: nothing is created
+    mounts = [f"{base}/mnt{i}" for i in range(count)]
+    devices = [f"{base}/dev{i}" for i in range(count)]
+    try:
+        commit = fill_commit(text, f"{base}/src", "0" * 40)
+        rendered = render_text(commit, mounts, devices, f"{base}/work")
+    except KeyError as e:
+        return f"unknown placeholder {{{e.args[0]}}}"
+    proc = subprocess.run(
+        [fio, "--parse-only", "-"],
+        input=rendered,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd="/",
+    )
     if proc.returncode == 0:
         return None
     lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines()]

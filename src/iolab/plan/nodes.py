@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import yaml
 
-from iolab.errors import PlanError
+from iolab.errors import PlanError, RefusedError
 
 Scalar = str | int | float | bool | None
 
@@ -56,6 +56,12 @@ class Node:
         where = f"{self.path}: " if self.path else ""
         raise PlanError(f"{self.file}:{line}: {where}{message}")
 
+    def refuse(self, message: str) -> NoReturn:
+        """Raise the one-line RefusedError (exit 3) `FILE:LINE: PATH: refusing: message`: the
+        plan is valid but a safety rule will not run it."""
+        where = f"{self.path}: " if self.path else ""
+        raise RefusedError(f"{self.file}:{self.line}: {where}refusing: {message}")
+
     def describe(self) -> str:
         """The value as a user would recognise it in an error message."""
         if self.is_map:
@@ -75,25 +81,88 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+# A plan is a few hundred values; anchors and aliases may repeat parts of it, but a document
+# whose aliases expand to more values than this is an alias bomb ("billion laughs").
+MAX_NODES = 100_000
+
+
+class _Budget:
+    """Counts values as the tree is built, aliases expanded: a bomb stops after MAX_NODES."""
+
+    def __init__(self, file: str) -> None:
+        self.left = MAX_NODES
+        self.file = file
+
+    def spend(self, node: yaml.Node) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise PlanError(
+                f"{self.file}:{node.start_mark.line + 1}: the plan expands to more than "
+                f"{MAX_NODES} values (anchors and aliases nested too deep?)"
+            )
+
+
 def parse_yaml(text: str, file: str) -> Node:
     """Parse one YAML document; YAML errors and duplicate keys become PlanError with a line."""
+    bad = text.find("\x00")
+    if bad >= 0:
+        line = text.count("\n", 0, bad) + 1
+        raise PlanError(f"{file}:{line}: a NUL byte: not a text plan")
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
         if root is None:
             raise PlanError(f"{file}:1: the plan is empty")
-        return _convert(loader, root, "", file, root.start_mark.line + 1)
+        _check_expansion(root, file)
+        return _convert(loader, root, "", file, root.start_mark.line + 1, _Budget(file))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else 1
         raise PlanError(f"{file}:{line}: not valid YAML: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
-        raise PlanError(f"{file}:1: not valid YAML: {e}") from None
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PlanError(f"{file}:1: not valid YAML: {first}") from None
+    except RecursionError:
+        raise PlanError(f"{file}:1: the plan nests too deep") from None
     finally:
         loader.dispose()
 
 
-def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: str, file: str, key_line: int) -> Node:
+def _check_expansion(root: yaml.Node, file: str) -> None:
+    """Count the values the document expands to — every alias and `<<` merge counted as the
+    copy it stands for — in time linear in the document, before anything is expanded."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            line = node.start_mark.line + 1
+            raise PlanError(f"{file}:{line}: an alias refers to a value that contains it")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        open_nodes.discard(key)
+        if total > MAX_NODES:
+            raise PlanError(
+                f"{file}:{node.start_mark.line + 1}: the plan expands to more than "
+                f"{MAX_NODES} values (anchors and aliases nested too deep?)"
+            )
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def _convert(
+    loader: yaml.SafeLoader, node: yaml.Node, path: str, file: str, key_line: int, budget: _Budget
+) -> Node:
+    budget.spend(node)
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)  # resolves `<<: *anchor` merge keys
@@ -108,11 +177,13 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: str, file: str, key
                     f"{file}:{kline}: {child_path(path, key)}: duplicate key "
                     f"(first on line {entries[key].key_line})"
                 )
-            entries[key] = _convert(loader, value_node, child_path(path, key), file, kline)
+            entries[key] = _convert(
+                loader, value_node, child_path(path, key), file, kline, budget
+            )
         return Node(entries, line, path, file, key_line)
     if isinstance(node, yaml.SequenceNode):
         items = [
-            _convert(loader, item, f"{path}[{i}]", file, item.start_mark.line + 1)
+            _convert(loader, item, f"{path}[{i}]", file, item.start_mark.line + 1, budget)
             for i, item in enumerate(node.value)
         ]
         return Node(items, line, path, file, key_line)

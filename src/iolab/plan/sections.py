@@ -7,6 +7,8 @@ profile line when the value was merged in from there.
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import shlex
 from collections.abc import Mapping
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from iolab.plan import placeholders
+from iolab.plan import confine, placeholders
 from iolab.plan.fiojob import apply_overrides
 from iolab.plan.model import (
     KNOWN_MONITORS,
@@ -56,6 +58,8 @@ QUEUE_KEYS = (
 )
 WORKLOAD_KINDS = ("fio", "fio_file", "xfs_io", "dd", "command")
 DEFAULT_LOOP_SIZE = 1 << 30
+MAX_LOOP_SIZE = 16 << 40
+MAX_DEVICES = 64
 DEFAULT_TIMEOUT_S = 600.0
 _SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
 _PROC_SYS = Path("/proc/sys")
@@ -123,6 +127,8 @@ def read_target(node: Node | None) -> TargetDraft:
     size = DEFAULT_LOOP_SIZE if size_node is None else read_size(size_node)
     if size_node is not None and size < (16 << 20):
         size_node.fail(f"a loop image needs at least 16M, got {size_node.value!r}")
+    if size_node is not None and size > MAX_LOOP_SIZE:
+        size_node.fail(f"a loop image is at most 16T, got {size_node.value!r}")
     backing_node = present(entries, "backing")
     backing = "ram" if backing_node is None else read_choice(backing_node, ("ram", "disk"))
     dir_node = present(entries, "directory")
@@ -133,8 +139,15 @@ def read_target(node: Node | None) -> TargetDraft:
         directory = read_str(dir_node, "a directory path")
         if not directory.startswith("/"):
             dir_node.fail(f"must be an absolute path, got {directory!r}")
+        real = os.path.realpath(directory)
+        if system_dir(real):
+            dir_node.refuse(
+                f"{real} is a system directory; loop images go in a directory of their own"
+            )
     count_node = present(entries, "count")
     count = 1 if count_node is None else read_int(count_node, 1)
+    if count_node is not None and count > MAX_DEVICES:
+        count_node.fail(f"at most {MAX_DEVICES} loop images, got {count}")
     spec = TargetSpec(
         "loop",
         count,
@@ -256,6 +269,7 @@ class Context:
     values: Mapping[str, str]  # vars and matrix dimensions, substituted now
     has_filesystem: bool
     used: set[str]  # names substituted so far (a matrix dimension nobody uses is an error)
+    allowed: tuple[str, ...] = ()  # the plan's allow_paths (absolute, normalised)
 
 
 def read_workload(
@@ -288,7 +302,11 @@ def read_workload(
             for key, value in fio_overrides.items()
         }
         spec = WorkloadSpec("fio", fio_text=apply_overrides(text, options))
-        return spec, _check_placeholders(source, [spec.fio_text or ""], ctx)
+        needed = _check_placeholders(source, [spec.fio_text or ""], ctx)
+        problem = confine.fio_problem(spec.fio_text or "", ctx.allowed)
+        if problem:
+            (overrides_node or source).refuse(f"the fio job leaves the sample: {problem}")
+        return spec, needed
     if overrides_node is not None and fio_overrides:
         overrides_node.fail(f"fio option overrides need a fio workload, but it is {kind}")
     if kind == "command":
@@ -309,7 +327,12 @@ def read_workload(
     if not args:
         body.fail(f"needs the {kind} arguments")
     spec = WorkloadSpec("xfs_io" if kind == "xfs_io" else "dd", argv=(kind, *_fill(args, ctx)))
-    return spec, _check_placeholders(body, list(spec.argv), ctx)
+    needed = _check_placeholders(body, list(spec.argv), ctx)
+    check = confine.xfs_io_problem if kind == "xfs_io" else confine.dd_problem
+    problem = check(spec.argv, ctx.allowed)
+    if problem:
+        body.refuse(f"the {kind} workload leaves the sample: {problem}")
+    return spec, needed
 
 
 def _fill(words: tuple[str, ...], ctx: Context) -> tuple[str, ...]:
@@ -449,6 +472,36 @@ def read_fio_overrides(node: Node | None) -> dict[str, str | None]:
         else:
             out[key] = read_str(value, "a fio option value")
     return out
+
+
+# Directories of the operating system: never a place for loop images or workload files.
+SYSTEM_DIRS = (
+    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+    "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var",
+)  # fmt: skip
+UNDER_SYSTEM = ("/boot", "/dev", "/etc", "/proc", "/sys", "/usr", "/bin", "/sbin", "/lib")
+
+
+def system_dir(path: str) -> bool:
+    """One of SYSTEM_DIRS itself, or anywhere under one that belongs wholly to the system."""
+    norm = posixpath.normpath(path)
+    return norm in SYSTEM_DIRS or any(norm.startswith(d + "/") for d in UNDER_SYSTEM)
+
+
+def read_allow_paths(node: Node | None) -> tuple[str, ...]:
+    """`allow_paths: [/srv/traces]` — absolute paths a workload may name besides its own."""
+    if node is None or node.value is None:
+        return ()
+    paths = read_str_list(node, "a list of absolute paths")
+    out = []
+    for item, path in zip(node.elements(), paths, strict=True):
+        if not path.startswith("/") or ".." in path.split("/"):
+            item.fail(f"must be an absolute path without '..', got {path!r}")
+        norm = posixpath.normpath(path)
+        if system_dir(norm):
+            item.refuse(f"{norm} is a system directory; a workload may not be let in there")
+        out.append(norm)
+    return tuple(out)
 
 
 def read_vars(node: Node | None) -> dict[str, str]:
