@@ -10,6 +10,7 @@ nearest preceding line that introduces it (ingest.mail.caption_for).
 from __future__ import annotations
 
 import codecs
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -37,20 +38,39 @@ def reader_for(tool: str) -> Finder:
     return TOOL_READERS[tool]
 
 
+# The largest source read: fio json+ output with every histogram is a few MiB; a device such
+# as /dev/zero or a runaway log must end in one line, not fill the memory.
+MAX_SOURCE_BYTES = 256 << 20
+
+
+def _read_file(path: str) -> bytes:
+    """A regular file or a pipe (`<(cmd)`), at most MAX_SOURCE_BYTES; devices are refused."""
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(path, "no such file")
+    if p.is_dir():
+        raise IngestError(path, "is a directory, not a result file")
+    mode = p.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise IngestError(path, "not a regular file (a device or socket), not a result file")
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise IngestError(path, f"cannot read: {exc.strerror}") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise IngestError(path, f"larger than {MAX_SOURCE_BYTES >> 20} MiB, not a result file")
+    return data
+
+
 def read_source(path: str) -> str:
     """The text of a file, or of standard input for `-`; IngestError for anything unreadable."""
     if path == "-":
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+        if len(data) > MAX_SOURCE_BYTES:
+            raise IngestError(path, f"larger than {MAX_SOURCE_BYTES >> 20} MiB")
     else:
-        p = Path(path)
-        if not p.exists():
-            raise IngestError(path, "no such file")
-        if p.is_dir():
-            raise IngestError(path, "is a directory, not a result file")
-        try:
-            data = p.read_bytes()
-        except OSError as exc:
-            raise IngestError(path, f"cannot read: {exc.strerror}") from None
+        data = _read_file(path)
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # Windows PowerShell's `>` writes UTF-16 with a byte-order mark
         try:
