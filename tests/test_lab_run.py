@@ -264,7 +264,7 @@ def test_failed_samples_are_stored_with_the_kernels_reason(
             "  b: {fio: {bs: 8k}}",
             "  b: {filesystem: {mount_options: 'noatime,iolab_no_such_option'}}",
         )
-        .replace("  a: {fio: {bs: 16k}}", "  a: {fio: {directory: /nonexistent/iolab}}")
+        .replace("  a: {fio: {bs: 16k}}", "  a: {fio: {directory: '{mnt}/no-such-dir'}}")
     )
     plan.write_text(text)
     proc = iolab(lab, "run", "-q", str(plan))
