@@ -192,7 +192,8 @@ def test_dd_and_xfs_io_paths_are_confined(tmp_path: Path, workload: str, blamed:
 
 # "billion laughs": nine levels of nine aliases expand to 9**9 strings
 BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
-    f"{cur}: &{cur} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, cur in zip("abcdefgh", "bcdefghi")
+    f"{cur}: &{cur} [{', '.join([f'*{prev}'] * 9)}]\n"
+    for prev, cur in zip("abcdefgh", "bcdefghi", strict=True)
 )
 
 
