@@ -13,6 +13,8 @@ undo it without knowing who made the change:
     rmtree  path             remove a scratch directory and its content (only `iolab-*` names)
     unlink  path             remove the file if it exists (loop image)
     loop    image            detach every loop device backed by `image`
+    release key, pid, start  drop the holder (pid, start) of a host-wide setting; the last
+                             holder writes back its original value (iolab.lab.settings)
     killpg  pgid, start      SIGKILL the process group `pgid` whose leader started at `start`
                              (clock ticks since boot, /proc/PID/stat field 22); members that
                              started earlier are not touched, so a reused id is left alone
@@ -216,6 +218,13 @@ def _undo_killpg(args: dict[str, str]) -> None:
         time.sleep(0.05)
 
 
+def _undo_release(args: dict[str, str]) -> None:
+    from iolab.lab import settings  # settings builds on this module
+
+    start = None if args["start"] in ("", "None") else int(args["start"])
+    settings.release(args["key"], int(args["pid"]), start)
+
+
 UNDO_ACTIONS: dict[str, UndoAction] = {
     "write": _undo_write,
     "umount": _undo_umount,
@@ -224,6 +233,7 @@ UNDO_ACTIONS: dict[str, UndoAction] = {
     "unlink": _undo_unlink,
     "loop": _undo_loop,
     "killpg": _undo_killpg,
+    "release": _undo_release,
 }
 
 

@@ -14,9 +14,11 @@ Two kernel quirks shape the order and the undo:
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from iolab.errors import LabError
+from iolab.lab import settings
 from iolab.lab.journal import Journal
 
 PROC_SYS = Path("/proc/sys")
@@ -98,6 +100,31 @@ def _sysctl_undo(name: str) -> tuple[Path, str]:
     return path, old
 
 
+def setting_key(name: str) -> str:
+    """The registry key of a sysctl: the dirty pairs are one setting in two units."""
+    twin = _PAIRS.get(name)
+    return "+".join(sorted((name, twin))) if twin else name
+
+
+def sysctl_wants(sysctls: dict[str, str]) -> list[settings.Want]:
+    """The plan's sysctls as host-wide settings to hold (iolab.lab.settings), one per key."""
+    grouped: dict[str, list[str]] = {}
+    for name in sorted(sysctls):
+        if not sysctl_path(name).exists():
+            raise LabError(f"{name}: no such sysctl")
+        grouped.setdefault(setting_key(name), []).append(name)
+    wants = []
+    for key, names in sorted(grouped.items()):
+        writes = tuple((str(sysctl_path(n)), str(sysctls[n])) for n in names)
+        wants.append(settings.Want(key, writes, functools.partial(_original, names[0])))
+    return wants
+
+
+def _original(name: str) -> tuple[str, str]:
+    path, value = _sysctl_undo(name)
+    return str(path), value
+
+
 def _queue_order(name: str) -> tuple[int, str]:
     return (0 if name == "scheduler" else 1, name)
 
@@ -107,19 +134,14 @@ def apply(
 ) -> None:
     """Set every knob (journaled first); the caller's journal scope restores them.
 
+    Sysctls are host-wide: they are held through iolab.lab.settings, so a concurrent run
+    never restores a value this one set (or the other way round).  Queue settings are on
+    the run's own target devices, which no other run uses.
+
     `queue` names are relative to /sys/block/<dev>/queue (`scheduler`, `iosched.fifo_batch`)
     and apply to every target device.
     """
-    for name in sorted(sysctls):
-        value = str(sysctls[name])
-        path = sysctl_path(name)
-        if not path.exists():
-            raise LabError(f"{name}: no such sysctl")
-        if read_setting(path) == value:
-            continue
-        undo_path, undo_value = _sysctl_undo(name)
-        journal.record("write", path=str(undo_path), value=undo_value)
-        _write(path, value, name)
+    settings.take(journal, sysctl_wants(sysctls))
     for name in sorted(queue, key=_queue_order):
         value = str(queue[name])
         for device in devices:
