@@ -144,7 +144,10 @@ def test_run_roundtrip_and_finish(store: Store) -> None:
     assert (run.kind, run.label, run.status) == ("lab", "ext4-fsync", "running")
     assert run.tags == {"kernel": "6.1", "host": "box"}
     assert (run.plan_path, run.plan_text, run.plan_hash, run.host) == (
-        "examples/a.yaml", "target: {}\n", "abc123", "box"
+        "examples/a.yaml",
+        "target: {}\n",
+        "abc123",
+        "box",
     )
     assert run.meta == {"kpis": ["write.iops"], "seed": 7}
     assert run.created_at.tzinfo is not None and run.created_at.utcoffset() == timedelta(0)
@@ -192,9 +195,25 @@ def test_sample_roundtrip(store: Store) -> None:
     assert read.id == sample_id
     assert (read.label, read.tags) == ("L", {"k": "v"})
     for name in (
-        "run_id", "status", "reason", "variant", "cell", "block", "position", "tool",
-        "tool_version", "format", "source", "caption", "metrics", "job_metrics", "histograms",
-        "job_histograms", "provenance", "started_at", "finished_at",
+        "run_id",
+        "status",
+        "reason",
+        "variant",
+        "cell",
+        "block",
+        "position",
+        "tool",
+        "tool_version",
+        "format",
+        "source",
+        "caption",
+        "metrics",
+        "job_metrics",
+        "histograms",
+        "job_histograms",
+        "provenance",
+        "started_at",
+        "finished_at",
     ):
         assert getattr(read, name) == getattr(written, name), name
     assert read.started_at is not None and read.started_at.utcoffset() == timedelta(0)
@@ -203,8 +222,15 @@ def test_sample_roundtrip(store: Store) -> None:
 
 def test_failed_sample_keeps_its_reason_and_no_numbers(store: Store) -> None:
     run_id = store.create_run("lab")
-    store.add_sample(Sample(run_id=run_id, variant="a", block=0, status="failed",
-                            reason="mount: wrong fs type (dmesg: EXT4-fs: bad option)"))
+    store.add_sample(
+        Sample(
+            run_id=run_id,
+            variant="a",
+            block=0,
+            status="failed",
+            reason="mount: wrong fs type (dmesg: EXT4-fs: bad option)",
+        )
+    )
     store.add_sample(lab_sample(run_id, "a", 1))
     assert len(store.samples(run_id=run_id)) == 1
     [failed] = store.samples(run_id=run_id, status="failed")
@@ -228,14 +254,16 @@ def test_samples_filters(store: Store) -> None:
     assert {s.run_id for s in store.samples(tags={"kernel": "6.1"})} == {r1}
     assert store.samples(tags={"kernel": "7.0"}) == []
     picked = store.samples(run_id=r1, variant="fsync", cell={"writers": "10"})
-    assert [(s.variant, s.cell["writers"], s.block) for s in picked] == [("fsync", 10, 0),
-                                                                         ("fsync", 10, 1)]
+    assert [(s.variant, s.cell["writers"], s.block) for s in picked] == [
+        ("fsync", 10, 0),
+        ("fsync", 10, 1),
+    ]
     assert store.samples(run_id=r1, cell={"fs": "ext4"}) == []
     assert len(store.samples(run_id=r1, cell={"fs": "xfs", "writers": 1})) == 4
-    only = store.samples(run_id=r1, metrics=["write.iops"], with_jobs=False,
-                         with_histograms=False)
-    assert all(set(s.metrics) == {"write.iops"} and not s.job_metrics and not s.histograms
-               for s in only)
+    only = store.samples(run_id=r1, metrics=["write.iops"], with_jobs=False, with_histograms=False)
+    assert all(
+        set(s.metrics) == {"write.iops"} and not s.job_metrics and not s.histograms for s in only
+    )
     assert store.variants(r1) == ["fsync", "fdatasync"]
     assert store.cells(r1) == [{"fs": "xfs", "writers": 1}, {"fs": "xfs", "writers": 10}]
     assert store.metric_names(run_id=r1) == ["jbd2.handles_per_txn", "write.iops"]
@@ -267,8 +295,16 @@ def test_done_keys(store: Store) -> None:
     run_id = store.create_run("lab")
     ok = lab_sample(run_id, "fsync", 0, writers=1)
     store.add_sample(ok)
-    store.add_sample(Sample(run_id=run_id, variant="fdatasync", cell={"writers": 1}, block=0,
-                            status="failed", reason="fio: error"))
+    store.add_sample(
+        Sample(
+            run_id=run_id,
+            variant="fdatasync",
+            cell={"writers": 1},
+            block=0,
+            status="failed",
+            reason="fio: error",
+        )
+    )
     other = store.create_run("lab")
     store.add_sample(lab_sample(other, "fsync", 5, writers=1))
     failed_key = ("writers=1|fdatasync", 0)
@@ -317,19 +353,28 @@ def test_import_results_roundtrip(store: Store) -> None:
     results = [fio_like_result("a.json", 100.0), fio_like_result("b.json", 90.0)]
     run_id = store.import_results(results, "mail-thread", {"list": "linux-ext4"})
     run = store.run(run_id)
-    assert (run.kind, run.label, run.status, run.n_samples) == ("import", "mail-thread",
-                                                                "finished", 2)
+    assert (run.kind, run.label, run.status, run.n_samples) == (
+        "import",
+        "mail-thread",
+        "finished",
+        2,
+    )
     assert run.finished_at is not None and run.tags == {"list": "linux-ext4"}
     samples = store.samples(label="mail-thread")
     assert [s.source for s in samples] == ["a.json", "b.json"]
     first = samples[0]
     assert first.metrics == results[0].metrics
     assert (first.tool, first.tool_version, first.format, first.caption) == (
-        "fio", "fio-3.33", "fio-json", "before the revert"
+        "fio",
+        "fio-3.33",
+        "fio-json",
+        "before the revert",
     )
     # numjobs clones share a name; both are kept, numbered in source order
-    assert first.job_metrics == {"randread#1": {"read.iops": 50.0},
-                                 "randread#2": {"read.iops": 50.0}}
+    assert first.job_metrics == {
+        "randread#1": {"read.iops": 50.0},
+        "randread#2": {"read.iops": 50.0},
+    }
     assert first.histograms == {"read.clat_ns": {10.0: 2}}
     assert first.job_histograms == {"randread#2": {"read.clat_ns": {10.0: 1}}}
     assert first.provenance["options"] == {"bs": "4k"}
@@ -474,8 +519,12 @@ def test_alembic_command_line_uses_the_shipped_ini(tmp_path: Path) -> None:
     path = tmp_path / "cli.db"
     ini = REPO / "src" / "iolab" / "store" / "alembic.ini"
     env = {**os.environ, "IOLAB_DB": str(path)}
-    subprocess.run([sys.executable, "-m", "alembic", "-c", str(ini), "upgrade", "head"],
-                   check=True, env=env, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "alembic", "-c", str(ini), "upgrade", "head"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     engine = create_engine(f"sqlite:///{path}")
     try:
         with engine.connect() as conn:

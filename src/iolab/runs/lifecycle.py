@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.errors import IolabError, PlanError, RefusedError
+from iolab.errors import IolabError, PlanError
+from iolab.lab import claim as lab_claim
 from iolab.lab import provenance
-from iolab.lab.journal import leftovers
 from iolab.lab.runner import interrupts_raise, preflight
 from iolab.plan import load_plan
 from iolab.plan.model import Plan
@@ -71,8 +71,8 @@ def claim(
     label: str | None,
     tags: Mapping[str, str] | None,
 ) -> int:
-    """Create the run row (status "running"): the one place a run comes into being, so an
-    atomic store-level claim has exactly one caller to serve."""
+    """Create the run row (status "running"), claimed by this process from the start (the
+    store's atomic claim, see iolab.lab.claim): the one place a run comes into being."""
     return store.create_run(
         kind,
         label=label,
@@ -82,6 +82,7 @@ def claim(
         plan_hash=plan.sha256,
         host=provenance.host()["host"],
         meta=lab_meta(plan, seed).to_json(),
+        claimed_by=lab_claim.this_process(),
     )
 
 
@@ -120,16 +121,9 @@ def reopen(store: Store, run_id: int, *, kind: str, destroy_data: bool = False) 
     plan = load_plan(info.plan_path, profile)
     if info.plan_hash and plan.sha256 != info.plan_hash:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
-    check_resumable(run_id)
+    lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     preflight(plan, destroy_data=destroy_data)
     return OpenRun(store, plan, run_id, seed, resumed=True)
-
-
-def check_resumable(run_id: int) -> None:
-    """Refuse to resume a run whose owner is still alive (its journal names it)."""
-    for left in leftovers():
-        if left.meta.get("run_id") == run_id and left.owner_alive:
-            raise RefusedError(f"run {run_id} is still running (pid {left.pid})")
 
 
 @dataclass

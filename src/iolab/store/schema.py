@@ -89,6 +89,10 @@ class RunRow(Base):
     plan_text: Mapped[str | None] = mapped_column(Text)
     plan_hash: Mapped[str | None] = mapped_column(String(128))
     meta: Mapped[dict[str, Any]]
+    # the process that runs it now ("host:pid:start"), None when nobody does; taken by a
+    # conditional UPDATE so that two processes cannot both continue one run
+    claimed_by: Mapped[str | None] = mapped_column(String(255))
+    claimed_at: Mapped[datetime | None]
 
 
 class RunTagRow(Base):
@@ -102,13 +106,19 @@ class RunTagRow(Base):
 
 class SampleRow(Base):
     __tablename__ = "samples"
-    __table_args__ = (Index("ix_samples_run_id_variant", "run_id", "variant"),)
+    __table_args__ = (
+        Index("ix_samples_run_id_variant", "run_id", "variant"),
+        # one sample per (run, case, block): a second process or a bug cannot store a
+        # duplicate; imports have no block (NULL), and NULLs never collide
+        Index("uq_samples_run_id_case_key_block", "run_id", "case_key", "block", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     variant: Mapped[str | None] = mapped_column(String(200))
     cell: Mapped[dict[str, Any]]
     cell_key: Mapped[str] = mapped_column(Text)  # canonical "k=v,k=v" (sorted keys)
+    case_key: Mapped[str] = mapped_column(Text, server_default="")  # "cell_key|variant"
     block: Mapped[int | None] = mapped_column(Integer)
     position: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))

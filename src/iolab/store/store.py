@@ -9,7 +9,7 @@ in a few set-based queries, never one query per sample.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import TracebackType
@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, and_, case, delete, exists, func, ins
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from iolab.errors import StoreError
+from iolab.errors import RefusedError, StoreError
 from iolab.model.result import Result
 from iolab.model.sample import RunInfo, Sample, case_key, cell_key
 from iolab.store import convert
@@ -99,26 +99,61 @@ class Store:
         plan_hash: str | None = None,
         host: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        claimed_by: str | None = None,
     ) -> int:
-        """A new run in status "running"; its id."""
+        """A new run in status "running" (claimed by `claimed_by` from the start); its id."""
         with self._session(write=True) as session:
             run_id = self._insert_run(
                 session, kind, label, tags, plan_path, plan_text, plan_hash, host, meta
             )
+            if claimed_by is not None:
+                session.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run_id)
+                    .values(claimed_by=claimed_by, claimed_at=_now())
+                )
             session.commit()
             return run_id
+
+    def claim_run(self, run_id: int, owner: str, owner_alive: Callable[[str], bool]) -> None:
+        """Make `owner` the one process continuing run `run_id`, atomically: a conditional
+        UPDATE that only succeeds while the claim is still what was read (nobody, or an owner
+        `owner_alive` says is gone).  RefusedError when a live owner holds it."""
+        for _ in range(5):
+            with self._session() as session:
+                row = session.get(RunRow, run_id) if _ID_MIN <= run_id <= _ID_MAX else None
+                if row is None:
+                    raise StoreError(f"no run {run_id} in the store")
+                current = row.claimed_by
+            if current == owner:
+                return
+            if current is not None and owner_alive(current):
+                raise RefusedError(
+                    f"run {run_id} is still running ({describe_owner(current)}); "
+                    "wait for it or stop it first"
+                )
+            held = RunRow.claimed_by.is_(None) if current is None else RunRow.claimed_by == current
+            with self._session(write=True) as session:
+                done = session.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run_id, held)
+                    .values(claimed_by=owner, claimed_at=_now())
+                )
+                session.commit()
+                if done.rowcount == 1:  # type: ignore[attr-defined]
+                    return
+        raise RefusedError(f"run {run_id} is being claimed by another process; try again")
 
     def finish_run(self, run_id: int, status: str = "finished") -> None:
         """Set a run's status; any status but "running" also stamps `finished_at`."""
         if status not in RUN_STATUSES:
             raise ValueError(f"run status {status!r} is not one of {RUN_STATUSES}")
         finished = None if status == "running" else _now()
+        values: dict[str, Any] = {"status": status, "finished_at": finished}
+        if status != "running":
+            values.update(claimed_by=None, claimed_at=None)  # its owner lets go
         with self._session(write=True) as session:
-            done = session.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id)
-                .values(status=status, finished_at=finished)
-            )
+            done = session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
             if done.rowcount == 0:  # type: ignore[attr-defined]
                 raise StoreError(f"no run {run_id} in the store")
             session.commit()
@@ -137,8 +172,14 @@ class Store:
         with self._session(write=True) as session:
             if session.get(RunRow, sample.run_id) is None:
                 raise StoreError(f"no run {sample.run_id} in the store")
-            sample_id = self._insert_sample(session, sample)
-            session.commit()
+            try:
+                sample_id = self._insert_sample(session, sample)
+                session.commit()
+            except IntegrityError:
+                raise StoreError(
+                    f"run {sample.run_id} holds block {sample.block} of case "
+                    f"{sample.case_key} already: not stored twice"
+                ) from None
             return sample_id
 
     def import_results(
@@ -418,6 +459,14 @@ class Store:
             return sorted(session.scalars(query))
 
 
+def describe_owner(owner: str) -> str:
+    """`host:pid:start` as a person reads it."""
+    parts = owner.split(":")
+    if len(parts) >= 3:
+        return f"pid {parts[-2]} on {':'.join(parts[:-2])}"
+    return owner
+
+
 def _tag_conditions(run_id_col: Any, tags: Mapping[str, str] | None) -> list[Any]:
     """One EXISTS per tag: the run must carry every given key with that value."""
     return [
@@ -547,6 +596,7 @@ def _sample_values(sample: Sample) -> dict[str, Any]:
         "variant": sample.variant,
         "cell": dict(sample.cell),
         "cell_key": cell_key(sample.cell),
+        "case_key": sample.case_key,
         "block": sample.block,
         "position": sample.position,
         "status": sample.status,
