@@ -177,9 +177,7 @@ def _convert(
                     f"{file}:{kline}: {child_path(path, key)}: duplicate key "
                     f"(first on line {entries[key].key_line})"
                 )
-            entries[key] = _convert(
-                loader, value_node, child_path(path, key), file, kline, budget
-            )
+            entries[key] = _convert(loader, value_node, child_path(path, key), file, kline, budget)
         return Node(entries, line, path, file, key_line)
     if isinstance(node, yaml.SequenceNode):
         items = [
