@@ -19,6 +19,7 @@ from iolab.report.fmt import brief_number
 from iolab.runs.meta import recorded_kpis
 from iolab.store import open_store
 from iolab.store.export import run_to_json, sample_to_json
+from iolab.textsafe import shown_markup
 
 _USUAL_KPIS = (
     "read.iops",
@@ -42,7 +43,7 @@ def command(ctx: click.Context, label: str | None, run_id: int | None, as_json: 
     """List stored runs, or the samples of one run."""
     if label is not None and run_id is not None:
         raise IolabError("give --label or --run, not both")
-    with open_store(store_location(ctx), must_exist=True) as store:
+    with open_store(store_location(ctx), read_only=True) as store:
         if run_id is None:
             runs = store.runs(label=label)
             if as_json:
@@ -61,7 +62,9 @@ def command(ctx: click.Context, label: str | None, run_id: int | None, as_json: 
 def _print_runs(runs: list[RunInfo], label: str | None) -> None:
     console = Console()
     if not runs:
-        console.print(f"no runs with label {label!r}" if label else "no runs stored yet")
+        console.print(
+            f"no runs with label {shown_markup(repr(label))}" if label else "no runs stored yet"
+        )
         return
     table = Table(title=f"{len(runs)} run(s)")
     for column in ("id", "kind", "label", "status", "created (UTC)", "samples", "tags"):
@@ -73,11 +76,11 @@ def _print_runs(runs: list[RunInfo], label: str | None) -> None:
         table.add_row(
             str(run.id),
             run.kind,
-            run.label or "",
+            shown_markup(run.label or ""),
             run.status,
             run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             samples,
-            " ".join(f"{k}={v}" for k, v in sorted(run.tags.items())),
+            shown_markup(" ".join(f"{k}={v}" for k, v in sorted(run.tags.items()))),
         )
     console.print(table)
 
@@ -91,7 +94,7 @@ def kpi_columns(run: RunInfo, samples: list[Sample]) -> list[str]:
 
 def _print_samples(run: RunInfo, samples: list[Sample]) -> None:
     console = Console()
-    title = f"run {run.id} ({run.kind}, {run.status}), label {run.label or '-'}: "
+    title = f"run {run.id} ({run.kind}, {run.status}), label {shown_markup(run.label or '-')}: "
     title += f"{len(samples)} sample(s)"
     table = Table(title=title)
     kpis = kpi_columns(run, samples)
@@ -110,6 +113,5 @@ def _print_samples(run: RunInfo, samples: list[Sample]) -> None:
             where = [sample.source or "", sample.caption or ""]
         status = sample.status if sample.status == "ok" else f"failed: {sample.reason or '?'}"
         values = [brief_number(sample.metrics.get(name)) for name in kpis]
-        table.add_row(str(sample.id), *where, status, *values)
+        table.add_row(str(sample.id), *map(shown_markup, [*where, status]), *values)
     console.print(table)
-

@@ -11,12 +11,17 @@ parse` start without a database library.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from iolab.errors import StoreError
 from iolab.store.location import StoreLocation, default_path
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.exc import DatabaseError
+
+    from iolab.store.engine import Location
     from iolab.store.store import RUN_KINDS, RUN_STATUSES, SAMPLE_STATUSES, Store
 
 _LAZY = ("RUN_KINDS", "RUN_STATUSES", "SAMPLE_STATUSES", "Store")
@@ -29,36 +34,95 @@ def __getattr__(name: str) -> Any:
 
 
 def open_store(
-    location: str | StoreLocation | None = None, *, must_exist: bool = False
+    location: str | StoreLocation | None = None,
+    *,
+    must_exist: bool = False,
+    read_only: bool = False,
 ) -> Store:
     """Open (creating or upgrading as needed) the store at a path or URL.
 
     None means $IOLAB_DB, else the default file (`default_path()`).  Anything that cannot
-    be opened as an iolab store raises StoreError with one line.  Commands that only read
-    pass `must_exist`, so a mistyped --db or $IOLAB_DB is named instead of answered from a new,
-    empty file.
+    be opened as an iolab store raises StoreError with one line.  `must_exist` refuses a
+    --db or $IOLAB_DB file that does not exist (a typo must not start a new store);
+    `read_only` (commands that only read) creates nothing at all, and opens a SQLite file so
+    that it is never written — a store on a read-only disk or mount can be listed.  A store
+    opened for writing is checked with `PRAGMA quick_check` first: a damaged file is refused
+    before anything is added to it.
     """
-    from sqlalchemy.exc import OperationalError
-
     from iolab.store.engine import make_engine, resolve
-    from iolab.store.migrate import upgrade
-    from iolab.store.store import Store
 
     where = StoreLocation.given(location)
     loc = resolve(where)
-    if must_exist and where.named and loc.path is not None and not loc.path.exists():
+    missing = loc.path is not None and not loc.path.exists()
+    if missing and (read_only or (must_exist and where.named)):
         raise StoreError(f"{loc.path}: no iolab store there (nothing was imported or run into it)")
-    engine = make_engine(loc)
+    if read_only and loc.path is not None:
+        if not _current(loc):
+            if not os.access(loc.path, os.W_OK):
+                raise StoreError(
+                    f"{loc.display}: written by an older iolab and read-only here; "
+                    "open it once where it can be written to upgrade it"
+                )
+            open_store(location).close()  # upgrade it, as every open did before
+        return _opened(loc, make_engine(loc, read_only=True), write=False)
+    return _opened(loc, make_engine(loc), write=True)
+
+
+def _current(loc: Location) -> bool:
+    """True when the SQLite file's schema is the newest (read without writing)."""
+    from sqlalchemy.exc import DatabaseError
+
+    from iolab.store.engine import make_engine
+    from iolab.store.migrate import needs_upgrade
+
+    engine = make_engine(loc, read_only=True)
     try:
-        upgrade(engine, loc.display)
-    except OperationalError as exc:
+        return not needs_upgrade(engine, loc.display)
+    except DatabaseError as exc:
+        raise _one_line(loc, exc) from None
+    finally:
         engine.dispose()
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise StoreError(f"cannot open store {loc.display}: {reason}") from None
+
+
+def _opened(loc: Location, engine: Engine, *, write: bool) -> Store:
+    from sqlalchemy.exc import DatabaseError
+
+    from iolab.store.migrate import needs_upgrade, upgrade
+    from iolab.store.store import Store
+
+    try:
+        if write:
+            if engine.dialect.name == "sqlite":
+                _quick_check(engine, loc.display)
+            upgrade(engine, loc.display)
+        elif needs_upgrade(engine, loc.display):
+            raise StoreError(f"{loc.display}: its schema changed while it was opened")
+    except DatabaseError as exc:
+        engine.dispose()
+        raise _one_line(loc, exc) from None
     except BaseException:
         engine.dispose()
         raise
     return Store(engine, loc.display)
+
+
+def _quick_check(engine: Engine, display: str) -> None:
+    """Refuse to write into a damaged SQLite file (SQLite's own consistency check)."""
+    with engine.connect() as conn:
+        found = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA quick_check")]
+    if found != ["ok"]:
+        first = (found[0].splitlines() or ["?"])[0] if found else "?"
+        raise StoreError(
+            f"{display}: the store is damaged (PRAGMA quick_check: {first}); "
+            "nothing was written — `sqlite3 FILE .recover` salvages what it can"
+        )
+
+
+def _one_line(loc: Location, exc: DatabaseError) -> StoreError:
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]
+    if "not a database" in reason or "malformed" in reason:
+        return StoreError(f"{loc.display}: damaged or not an iolab store ({reason})")
+    return StoreError(f"cannot open store {loc.display}: {reason}")
 
 
 __all__ = [

@@ -11,9 +11,11 @@ writers wait for each other instead of failing on a stale snapshot.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.engine import Connection
@@ -50,8 +52,9 @@ def resolve(where: StoreLocation) -> Location:
     return Location(URL.create("sqlite", database=str(path)), str(path), path)
 
 
-def check_file(path: Path) -> None:
-    """Refuse a path that is not, and cannot become, a SQLite store; create its directory."""
+def check_file(path: Path, *, create: bool = True) -> None:
+    """Refuse a path that is not, and cannot become, a SQLite store; create its directory
+    (unless `create` is False: then a missing file is refused and nothing is made)."""
     if path.is_dir():
         raise StoreError(f"{path}: is a directory, not an iolab store")
     if path.exists():
@@ -63,18 +66,33 @@ def check_file(path: Path) -> None:
         if head and head != SQLITE_MAGIC:
             raise StoreError(f"{path}: not an SQLite database, so not an iolab store")
         return
+    if not create:
+        raise StoreError(f"{path}: no iolab store there (nothing was imported or run into it)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"{path.parent}: cannot create directory: {exc.strerror}") from None
 
 
-def make_engine(loc: Location) -> Engine:
-    """An engine for the location with the pragmas and transaction rules described above."""
+def read_only_url(path: Path) -> URL:
+    """A SQLite URL that opens `path` without ever writing it (mode=ro).  On a read-only
+    directory or file SQLite cannot make the WAL index (-shm) a reader needs, so the file is
+    opened `immutable` there: nobody can be writing it anyway."""
+    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if writable else "&immutable=1")
+    return URL.create("sqlite", database=uri, query={"uri": "true"})
+
+
+def make_engine(loc: Location, *, read_only: bool = False) -> Engine:
+    """An engine for the location with the pragmas and transaction rules described above;
+    `read_only` opens an existing SQLite file without writing (or creating) anything."""
+    url = loc.url
     if loc.path is not None:
-        check_file(loc.path)
+        check_file(loc.path, create=not read_only)
+        if read_only:
+            url = read_only_url(loc.path)
     try:
-        engine = create_engine(loc.url)
+        engine = create_engine(url)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise StoreError(f"cannot use store {loc.display}: {exc}") from None
     except ImportError as exc:  # the dialect exists but its driver is not installed
@@ -82,11 +100,11 @@ def make_engine(loc: Location) -> Engine:
             f"cannot use store {loc.display}: its database driver is not installed ({exc})"
         ) from None
     if engine.dialect.name == "sqlite":
-        _sqlite_setup(engine)
+        _sqlite_setup(engine, wal=not read_only)
     return engine
 
 
-def _sqlite_setup(engine: Engine) -> None:
+def _sqlite_setup(engine: Engine, *, wal: bool = True) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
@@ -94,8 +112,9 @@ def _sqlite_setup(engine: Engine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
+            if wal:  # a reader leaves the file's mode alone: setting it writes
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
 

@@ -71,21 +71,20 @@ def current_revisions(engine: Engine) -> tuple[str, ...]:
         return tuple(ctx.get_current_heads())
 
 
-def upgrade(engine: Engine, display: str) -> None:
-    """Create or upgrade the schema; StoreError for a foreign or newer database."""
+def needs_upgrade(engine: Engine, display: str) -> bool:
+    """Whether the schema is older than this iolab's (nothing is written to find out);
+    StoreError for a foreign or newer database."""
     current = stored_revisions(engine)
     if current and set(current) == known_heads():
-        return
-    from alembic import command
+        return False
     from alembic.script import ScriptDirectory
     from alembic.util import CommandError
 
-    cfg = alembic_config()
-    script = ScriptDirectory.from_config(cfg)
+    script = ScriptDirectory.from_config(alembic_config())
     heads = set(script.get_heads())
     current = current_revisions(engine)
     if set(current) == heads:
-        return
+        return False
     if not current:
         with engine.connect() as conn:
             tables = inspect(conn).get_table_names()
@@ -100,6 +99,16 @@ def upgrade(engine: Engine, display: str) -> None:
             found = None
         if found is None:
             raise StoreError(f"{display}: made by a newer iolab (schema revision {rev})")
+    return True
+
+
+def upgrade(engine: Engine, display: str) -> None:
+    """Create or upgrade the schema; StoreError for a foreign or newer database."""
+    if not needs_upgrade(engine, display):
+        return
+    from alembic import command
+
+    cfg = alembic_config()
     with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, case, delete, exists, func, insert, select, update
-from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+from sqlalchemy.exc import DatabaseError, IntegrityError
 from sqlalchemy.orm import Session
 
 from iolab.errors import RefusedError, StoreError
@@ -83,7 +83,7 @@ class Store:
         try:
             with Session(self._writer if write else self.engine) as session:
                 yield session
-        except (OperationalError, DataError, IntegrityError) as exc:
+        except DatabaseError as exc:  # OperationalError, DataError, IntegrityError, ...
             first = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             raise StoreError(f"store {self.location}: {first}") from None
 
