@@ -13,6 +13,7 @@ from iolab.errors import IolabError
 from iolab.ingest.detect import parse_source
 from iolab.model.result import Result
 from iolab.store import open_store
+from iolab.textsafe import shown
 
 
 @click.command("import")
@@ -36,5 +37,6 @@ def command(
     with open_store(store_location(ctx)) as store:
         run_id = store.import_results(results, label, tag_map)
     click.echo(
-        f"imported {len(results)} results from {len(files)} files as run {run_id} (label {label})"
+        f"imported {len(results)} results from {len(files)} files as run {run_id} "
+        f"(label {shown(label)})"
     )

@@ -13,6 +13,7 @@ from iolab import __version__
 from iolab.cli.options import CliContext
 from iolab.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, IolabError
 from iolab.store.location import StoreLocation
+from iolab.textsafe import shown
 
 # Each subcommand lives in its own module and exposes `command`; a module is imported only
 # when its command runs, and `iolab --help` lists them from the short help here, so neither
@@ -61,7 +62,7 @@ class IolabGroup(click.Group):
         try:
             return super().invoke(ctx)
         except IolabError as exc:
-            click.echo(f"iolab: {exc.message}", err=True)
+            click.echo(f"iolab: {shown(exc.message)}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("iolab: interrupted", err=True)
@@ -71,7 +72,7 @@ class IolabGroup(click.Group):
         except Exception as exc:
             if os.environ.get("IOLAB_DEBUG"):
                 raise
-            click.echo(f"iolab: internal error: {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"iolab: internal error: {type(exc).__name__}: {shown(str(exc))}", err=True)
             sys.exit(EXIT_INTERNAL)
 
 

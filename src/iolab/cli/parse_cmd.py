@@ -13,6 +13,7 @@ from iolab.ingest.detect import parse_source
 from iolab.model.metrics import direction_prefixes, metric_info
 from iolab.model.result import Result
 from iolab.report.fmt import value
+from iolab.textsafe import shown_markup
 
 _SHOWN = ("iops", "bw_bytes", "runtime_ms", "clat_ns.mean", "clat_ns.p99")
 
@@ -48,5 +49,5 @@ def print_results(results: list[Result]) -> None:
                 name = f"{ddir}.{key}"
                 figure = result.metrics.get(name)
                 values.append("" if figure is None else value(figure, metric_info(name).unit))
-            table.add_row(str(number), where, version, result.format, ddir, *values)
+            table.add_row(str(number), shown_markup(where), version, result.format, ddir, *values)
     Console(width=None if sys.stdout.isatty() else 160).print(table)

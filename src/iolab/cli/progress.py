@@ -23,6 +23,7 @@ from iolab.plan.model import Case, Plan
 from iolab.report.fmt import ci, pct
 from iolab.stats.sequential import INTERVAL_EDGE_LOG
 from iolab.stats.types import SequentialState
+from iolab.textsafe import shown_markup
 
 
 class ProgressReporter:
@@ -56,15 +57,16 @@ class ProgressReporter:
         self.progress.update(self.task, total=total, completed=done)
 
     def sample_started(self, case: Case, block: int, position: int) -> None:
-        self.progress.update(self.task, description=f"block {block} · {case.key}")
+        self.progress.update(self.task, description=f"block {block} · {shown_markup(case.key)}")
 
     def sample_done(self, sample: Sample, case: Case) -> None:
         self.progress.advance(self.task)
         if self.quiet:
             return
-        where = f"block {sample.block} {case.key}"
+        where = f"block {sample.block} {shown_markup(case.key)}"
         if sample.status != "ok":
-            self.console.print(f"[red]✗[/] {where}: failed: {sample.reason}", highlight=False)
+            reason = shown_markup(sample.reason or "")
+            self.console.print(f"[red]✗[/] {where}: failed: {reason}", highlight=False)
             return
         shown = []
         for name in self.kpis:
@@ -76,7 +78,7 @@ class ProgressReporter:
         self.console.print(f"[green]✓[/] {where}: {', '.join(shown) or 'ok'}", highlight=False)
 
     def warning(self, message: str) -> None:
-        self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+        self.console.print(f"[yellow]warning:[/] {shown_markup(message)}", highlight=False)
 
 
 def _fmt(value: float) -> str:
@@ -108,18 +110,19 @@ class AbReporter:
 
     def sample_started(self, case: Case, block: int, position: int) -> None:
         if self.status is not None:
-            self.status.update(f"block {block} · {case.key}")
+            self.status.update(f"block {block} · {shown_markup(case.key)}")
 
     def sample_done(self, sample: Sample, case: Case) -> None:
         if sample.status != "ok" and not self.quiet:
             self.console.print(
-                f"[red]✗[/] block {sample.block} {case.key}: failed: {sample.reason}",
+                f"[red]✗[/] block {sample.block} {shown_markup(case.key)}: "
+                f"failed: {shown_markup(sample.reason or '')}",
                 highlight=False,
             )
 
     def warning(self, message: str) -> None:
         if not self.quiet:
-            self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+            self.console.print(f"[yellow]warning:[/] {shown_markup(message)}", highlight=False)
 
     def decision(self, block: int, contrast: Contrast, state: SequentialState) -> None:
         if not self.quiet:
@@ -143,10 +146,8 @@ def progress_line(block: int, contrast: Contrast, state: SequentialState) -> str
         state.verdict, "yellow"
     )
     return (
-        f"block {block:>3} · {contrast.title} · {state.name} "
+        f"block {block:>3} · {shown_markup(contrast.title)} · {shown_markup(state.name)} "
         f"{pct(state.estimate_pct)} {interval_text(state)} · "
         f"evidence {state.e_value:.3g} / equiv {state.e_value_equivalence:.3g} "
         f"(need {1 / state.alpha:g}) · [{colour}]{state.verdict}[/]"
     )
-
-

@@ -17,6 +17,7 @@ from typing import Literal
 from iolab.report import fmt
 from iolab.report.model import Group, Report, is_evidence, is_mechanism
 from iolab.stats.types import HistogramBucket, HistogramShift, MetricComparison
+from iolab.textsafe import shown
 
 BlockKind = Literal["title", "heading", "table", "lines"]
 
@@ -366,4 +367,14 @@ def blocks(report: Report, show_all: bool = False) -> list[Block]:
         out += _group_blocks(group, report, show_all, several)
     if report.warnings:
         out.append(Block("lines", text="notes", lines=list(report.warnings)))
-    return out
+    return [_shown(block) for block in out]
+
+
+def _shown(block: Block) -> Block:
+    """Labels, captions and tags are user text: control characters made visible (the
+    terminal table and markdown both print these blocks)."""
+    block.text = shown(block.text)
+    block.headers = [shown(h) for h in block.headers]
+    block.rows = [[shown(cell) for cell in row] for row in block.rows]
+    block.lines = [shown(line) for line in block.lines]
+    return block
