@@ -15,6 +15,7 @@ from typing import NoReturn
 import yaml
 
 from iolab.errors import PlanError, RefusedError
+from iolab.textsafe import shown
 
 Scalar = str | int | float | bool | None
 
@@ -54,13 +55,13 @@ class Node:
         """Raise the one-line PlanError `FILE:LINE: PATH: message`."""
         line = self.key_line if at_key else self.line
         where = f"{self.path}: " if self.path else ""
-        raise PlanError(f"{self.file}:{line}: {where}{message}")
+        raise PlanError(shown(f"{self.file}:{line}: {where}{message}"))
 
     def refuse(self, message: str) -> NoReturn:
         """Raise the one-line RefusedError (exit 3) `FILE:LINE: PATH: refusing: message`: the
         plan is valid but a safety rule will not run it."""
         where = f"{self.path}: " if self.path else ""
-        raise RefusedError(f"{self.file}:{self.line}: {where}refusing: {message}")
+        raise RefusedError(shown(f"{self.file}:{self.line}: {where}refusing: {message}"))
 
     def describe(self) -> str:
         """The value as a user would recognise it in an error message."""
@@ -108,8 +109,9 @@ def parse_yaml(text: str, file: str) -> Node:
     if bad >= 0:
         line = text.count("\n", 0, bad) + 1
         raise PlanError(f"{file}:{line}: a NUL byte: not a text plan")
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # its reader refuses control characters right here
         root = loader.get_single_node()
         if root is None:
             raise PlanError(f"{file}:1: the plan is empty")
@@ -125,7 +127,8 @@ def parse_yaml(text: str, file: str) -> Node:
     except RecursionError:
         raise PlanError(f"{file}:1: the plan nests too deep") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _check_expansion(root: yaml.Node, file: str) -> None:
