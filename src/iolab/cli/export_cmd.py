@@ -34,6 +34,6 @@ def command(ctx: click.Context, selector: str, metrics: tuple[str, ...], format_
     e.g. `iolab export label:old > old.txt; iolab export label:new > new.txt;
     benchstat old.txt new.txt`."""
     sel = parse_selector(selector)
-    with open_store(store_location(ctx), must_exist=True) as store:
+    with open_store(store_location(ctx), read_only=True) as store:
         samples = resolve(store, sel, metrics=False)
     click.echo(gobench.render(samples, selector, metrics), nl=False)
