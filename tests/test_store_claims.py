@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from iolab.errors import RefusedError, StoreError
 from iolab.model.sample import Sample
-from iolab.store import Store, open_store
+from iolab.store import Store, StoreLocation, open_store
 from iolab.store.engine import make_engine, resolve
 from iolab.store.migrate import alembic_config
 from store_backends import BACKENDS, location_for
@@ -93,7 +93,7 @@ def test_a_run_is_claimed_by_exactly_one_process(store: Store, location: str) ->
 
 
 def test_upgrade_from_0001_removes_duplicate_samples(location: str) -> None:
-    loc = resolve(location)
+    loc = resolve(StoreLocation.given(location))
     engine = make_engine(loc)
     cfg = alembic_config()
     with engine.begin() as conn:

@@ -206,7 +206,7 @@ def runs(*, db: Db = None, label: str | None = None) -> list[RunInfo]:
     """The stored runs (optionally those with one label), oldest first."""
     from iolab.store import open_store
 
-    with open_store(db, must_exist=True) as store:
+    with open_store(db, read_only=True) as store:
         return store.runs(label=label)
 
 
@@ -220,7 +220,7 @@ def samples(
     """A run's samples with their metrics and histograms (only `metrics`, if given)."""
     from iolab.store import open_store
 
-    with open_store(db, must_exist=True) as store:
+    with open_store(db, read_only=True) as store:
         store.run(run_id)  # StoreError (one line) for a run that is not there
         return store.samples(
             run_id=run_id,

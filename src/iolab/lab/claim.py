@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import TYPE_CHECKING
 
 from iolab.lab.journal import process_alive, process_start
-from iolab.store.store import Store
+
+if TYPE_CHECKING:
+    from iolab.store.store import Store
 
 
 def this_process() -> str:
