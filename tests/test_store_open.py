@@ -111,7 +111,7 @@ def test_read_only_store_is_listed(read_only_copy: Path) -> None:
 def test_read_only_commands_create_nothing(tmp_path: Path) -> None:
     xdg = tmp_path / "xdg"
     env = {"XDG_DATA_HOME": str(xdg), "IOLAB_DB": ""}
-    for args in (["results"], ["compare", "label:a", "label:b"]):
+    for args in (["results"], ["export", "label:a"]):
         proc = iolab(*args, env=env)
         assert proc.returncode == EXIT_BAD_INPUT
         assert "no iolab store there" in proc.stderr and proc.stderr.count("\n") == 1
