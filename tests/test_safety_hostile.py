@@ -265,3 +265,20 @@ def test_loop_image_larger_than_free_space_is_refused_first(tmp_path: Path) -> N
     assert proc.returncode == EXIT_LAB_FAILED, proc.stderr
     assert "in /dev/shm, which has" in proc.stderr
     assert_nothing_made(tmp_path, proc)
+
+
+def test_bisect_job_file_from_the_tree_is_confined(tmp_path: Path) -> None:
+    """A job file read from each commit's tree ({src}/...) is checked when it is read."""
+    from iolab.bisect.driver import bind
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        'target: {size: 32M}\nfilesystem: ext4\nworkload:\n  fio_file: "{src}/w.fio"\n'
+        "kpis: [write.bw_bytes]\n"
+    )
+    case = load_plan(str(plan)).cases[0]
+    (tmp_path / "w.fio").write_text("[w]\ndirectory=/tmp\nsize=1M\nrw=write\n")
+    with pytest.raises(RefusedError, match="directory=/tmp: not under"):
+        bind(case, tmp_path, "0" * 40)
+    (tmp_path / "w.fio").write_text("[w]\nfilename={mnt}/f\nsize=1M\nrw=write\n")
+    assert "filename=" in (bind(case, tmp_path, "0" * 40).workload.fio_text or "")

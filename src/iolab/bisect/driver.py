@@ -24,11 +24,12 @@ import numpy as np
 from iolab.bisect import git
 from iolab.bisect.engine import Bisection, Settings
 from iolab.bisect.target import CommitTarget, LocalBuild, Prepared
-from iolab.errors import IolabError, LabError, PlanError
+from iolab.errors import IolabError, LabError, PlanError, RefusedError
 from iolab.lab import runner
 from iolab.model.bisect import Measure, Outcome
 from iolab.model.metrics import Direction, metric_info
 from iolab.model.sample import Sample
+from iolab.plan import confine
 from iolab.plan.model import Case, Plan, WorkloadSpec
 from iolab.plan.placeholders import fill_commit, substitute
 from iolab.runs import lifecycle
@@ -292,6 +293,9 @@ def bind(case: Case, src: Path, sha: str) -> Case:
                 text = substitute(path.read_text(), case.vars)
             except OSError as e:
                 raise LabError(f"cannot read the job file {path}: {e.strerror}") from None
+            problem = confine.fio_problem(text, ())  # read only now: confined only now
+            if problem:
+                raise RefusedError(f"{path}: refusing: the fio job leaves the sample: {problem}")
         return replace(
             spec,
             fio_file=None,
