@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from iolab.errors import LabError
-from iolab.lab.journal import Journal, process_stats
+from iolab.lab.journal import Journal
 from iolab.monitors import hist as hist_module
 from iolab.monitors import registry
 from iolab.monitors.base import MonitorContext, Reading
@@ -26,6 +26,7 @@ from iolab.monitors.bpftrace import BpftraceSession
 from iolab.monitors.hist import HistMonitor
 from iolab.monitors.procfs import kernel_dev_t
 from iolab.monitors.tracepoints import Probe
+from iolab.procs import process_stats
 
 pytestmark = [
     pytest.mark.lab,

@@ -13,7 +13,7 @@ import os
 import socket
 from typing import TYPE_CHECKING
 
-from iolab.lab.journal import process_alive, process_start
+from iolab.procs import process_alive, process_start
 
 if TYPE_CHECKING:
     from iolab.store.store import Store

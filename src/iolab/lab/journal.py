@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import LabError
+from iolab.lab import settings
+from iolab.procs import process_alive, process_start, process_stats
 
 DEFAULT_DIRS = (Path("/run/iolab/journal"), Path("/var/lib/iolab/journal"))
 SUFFIX = ".jsonl"
@@ -56,25 +58,6 @@ def journal_dir() -> Path:
         if candidate.parent.exists() and os.access(candidate.parent, os.W_OK):
             return candidate
     return DEFAULT_DIRS[-1]
-
-
-def process_start(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot, None when it does not exist."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[19])
-
-
-def process_alive(pid: int, start: int | None) -> bool:
-    """True when `pid` runs and is the same process (same start time) that wrote a journal."""
-    now = process_start(pid)
-    if now is None:
-        return False
-    return start is None or now == start
 
 
 # --------------------------------------------------------------------------- undo actions
@@ -162,38 +145,6 @@ def _undo_loop(args: dict[str, str]) -> None:
             time.sleep(0.3)
 
 
-@dataclass(frozen=True)
-class ProcessStat:
-    """The fields of /proc/PID/stat that process-group cleanup (and its tests) look at."""
-
-    pid: int
-    comm: str
-    state: str  # "R", "S", "Z" (zombie), ...
-    ppid: int
-    pgid: int
-    start: int  # start time in clock ticks since boot
-
-
-def process_stats() -> Iterator[ProcessStat]:
-    """Every process's stat, skipping ones that vanish while being read."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        yield ProcessStat(
-            pid=int(entry.name),
-            comm=stat[stat.index("(") + 1 : stat.rindex(")")],
-            state=fields[0],
-            ppid=int(fields[1]),
-            pgid=int(fields[2]),
-            start=int(fields[19]),
-        )
-
-
 def _group_members(pgid: int, start: int) -> list[int]:
     # zombies and dead entries are only waiting to be reaped by their parent
     return [
@@ -219,8 +170,6 @@ def _undo_killpg(args: dict[str, str]) -> None:
 
 
 def _undo_release(args: dict[str, str]) -> None:
-    from iolab.lab import settings  # settings builds on this module
-
     start = None if args["start"] in ("", "None") else int(args["start"])
     settings.release(args["key"], int(args["pid"]), start)
 

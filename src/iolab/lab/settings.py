@@ -32,10 +32,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolab.errors import LabError
-from iolab.lab.journal import Journal, process_alive, process_start
+from iolab.procs import process_alive, process_start
+
+if TYPE_CHECKING:  # the journal calls release(); settings only records into one
+    from iolab.lab.journal import Journal
 
 DIRS = (Path("/run/iolab"), Path("/var/lib/iolab"))
 REGISTRY = "settings.json"

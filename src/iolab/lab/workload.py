@@ -26,9 +26,10 @@ from pathlib import Path
 
 from iolab.errors import IngestError
 from iolab.lab import commands
-from iolab.lab.journal import Journal, process_start
+from iolab.lab.journal import Journal
 from iolab.model.result import Result
 from iolab.plan.model import WorkloadSpec
+from iolab.procs import process_start
 
 PR_SET_PDEATHSIG = 1
 

@@ -31,8 +31,9 @@ from typing import IO
 from iolab.errors import LabError
 from iolab.model.result import Histogram
 from iolab.monitors.base import ChangeJournal
-from iolab.monitors.procfs import process_start_ticks, tracefs_mounts
+from iolab.monitors.procfs import tracefs_mounts
 from iolab.monitors.tracepoints import Probe
+from iolab.procs import process_start
 
 READY = "iolab-ready"
 # a constant script: mount tracefs inside the new namespace, then become bpftrace
@@ -164,7 +165,7 @@ class BpftraceSession:
         deadline = t0 + self.attach_timeout_s
         try:
             self._entry = self.journal.record(
-                "killpg", pgid=str(proc.pid), start=str(process_start_ticks(proc.pid) or 0)
+                "killpg", pgid=str(proc.pid), start=str(process_start(proc.pid) or 0)
             )
             assert proc.stdout is not None
             self._reader = threading.Thread(

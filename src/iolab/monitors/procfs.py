@@ -55,16 +55,6 @@ def parse_counters(text: str) -> dict[str, int]:
     return out
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot (/proc/PID/stat field 22): with the
-    pid it names one process even after the pid is reused."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2 :].split()[19])
-
-
 def tracefs_mounts() -> list[Path]:
     """Where tracefs is mounted at its usual places (TRACEFS_DIRS) in this mount namespace."""
     out = []
