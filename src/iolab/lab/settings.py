@@ -32,13 +32,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from iolab.errors import LabError
 from iolab.procs import process_alive, process_start
 
-if TYPE_CHECKING:  # the journal calls release(); settings only records into one
-    from iolab.lab.journal import Journal
+
+class Journal(Protocol):
+    """What taking a setting needs of the change journal (iolab.lab.journal.Journal, which
+    in turn calls `release` to undo): write down the undo before the change."""
+
+    def record(self, kind: str, **undo: str) -> int: ...
 
 DIRS = (Path("/run/iolab"), Path("/var/lib/iolab"))
 REGISTRY = "settings.json"

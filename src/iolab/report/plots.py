@@ -16,7 +16,7 @@ import itertools
 import re
 from typing import Any
 
-from iolab.history.types import Series
+from iolab.model.history import Series
 from iolab.report import fmt
 from iolab.report.html_model import KpiSamples, SequentialTrace
 from iolab.report.layout import display_buckets
