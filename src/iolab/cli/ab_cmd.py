@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 
 import click
-from click.core import ParameterSource
 from rich.console import Console
 
 from iolab import ab
@@ -20,11 +19,12 @@ from iolab.cli.options import (
     parse_duration,
     parse_tags,
     profile_of,
+    refuse_with_resume,
     store_location,
 )
 from iolab.cli.progress import AbReporter
 from iolab.cli.render import FORMAT_NAMES, emit
-from iolab.errors import EXIT_INTERRUPTED, IolabError
+from iolab.errors import EXIT_INTERRUPTED
 from iolab.plan import load_plan
 from iolab.store import open_store
 
@@ -117,14 +117,7 @@ def command(
     improvement, or no change within ±margin) or the budget is spent; then the report."""
     # Everything the command line alone can get wrong fails before the store is opened.
     check_plan_or_resume(plan_path, resume)
-    if resume is not None:
-        given = [
-            flag
-            for name, flag in _RUN_OPTIONS.items()
-            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
-        ]
-        if given:
-            raise IolabError(f"{', '.join(given)}: run {resume} keeps its own")
+    refuse_with_resume(ctx, resume, _RUN_OPTIONS, "run")
     check_levels(alpha, margin)
     profile = profile_of(quick, profile)
     max_time_s = parse_duration(max_time) if max_time is not None else None

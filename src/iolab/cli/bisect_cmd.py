@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 from rich.console import Console
 
 from iolab.bisect import driver
@@ -19,6 +18,7 @@ from iolab.cli.options import (
     check_plan_or_resume,
     margin_option,
     parse_duration,
+    refuse_with_resume,
     store_location,
 )
 from iolab.errors import (
@@ -163,15 +163,8 @@ def command(
     then each candidate against both ends in randomized blocks, then the culprit against its
     parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known."""
     check_plan_or_resume(plan_path, resume)
-    if resume is not None:
-        given = [
-            flag
-            for name, flag in _RUN_OPTIONS.items()
-            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
-        ]
-        if given:
-            raise IolabError(f"{', '.join(given)}: bisect run {resume} keeps its own")
-    elif repo is None or good is None or bad is None:
+    refuse_with_resume(ctx, resume, _RUN_OPTIONS, "bisect run")
+    if resume is None and (repo is None or good is None or bad is None):
         raise IolabError("bisect needs --repo, --good and --bad")
     check_levels(alpha, margin)
     max_time_s = parse_duration(max_time) if max_time is not None else None

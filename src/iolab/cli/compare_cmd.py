@@ -8,7 +8,14 @@ import click
 
 from iolab.analysis.build import Options, by_report, pair_report
 from iolab.analysis.select import parse_selector
-from iolab.cli.options import check_levels, ci_option, margin_option, store_location
+from iolab.cli.options import (
+    check_levels,
+    ci_option,
+    margin_option,
+    metric_option,
+    store_location,
+    table_alpha_option,
+)
 from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import IolabError
 from iolab.history.registry import record_report
@@ -34,22 +41,8 @@ from iolab.store import open_store
     help="The value compared against (default: the plan's baseline variant, else the first).",
 )
 @margin_option
-@click.option(
-    "--alpha",
-    type=float,
-    default=0.05,
-    show_default=True,
-    help="The table's false-alarm rate: with holm, KPIs share 0.8*alpha and the other "
-    "metrics 0.2*alpha (proportional KPIs such as iops and bw_bytes count once); with bh, "
-    "each KPI at alpha.",
-)
-@click.option(
-    "--metric",
-    "metrics",
-    multiple=True,
-    metavar="GLOB",
-    help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
-)
+@table_alpha_option
+@metric_option
 @click.option(
     "--format",
     "format_name",

@@ -6,20 +6,14 @@ from __future__ import annotations
 import click
 
 from iolab.analysis.select import parse_selector, resolve
-from iolab.cli.options import store_location
+from iolab.cli.options import metric_option, store_location
 from iolab.report import gobench
 from iolab.store import open_store
 
 
 @click.command("export")
 @click.argument("selector", metavar="SELECTOR")
-@click.option(
-    "--metric",
-    "metrics",
-    multiple=True,
-    metavar="GLOB",
-    help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
-)
+@metric_option
 @click.option(
     "--format",
     "format_name",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import click
+from click.core import ParameterSource
 
 from iolab.errors import IolabError
 from iolab.store.location import StoreLocation
@@ -33,6 +35,24 @@ margin_option = click.option(
     show_default=True,
     metavar="PCT",
     help="'No change' means within ± this many percent.",
+)
+
+table_alpha_option = click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="The table's false-alarm rate: with holm, KPIs share 0.8*alpha and the other "
+    "metrics 0.2*alpha (proportional KPIs such as iops and bw_bytes count once); with bh, "
+    "each KPI at alpha.",
+)
+
+metric_option = click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="GLOB",
+    help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
 )
 
 ci_option = click.option(
@@ -73,6 +93,22 @@ def check_plan_or_resume(plan_path: str | None, resume: int | None) -> None:
         raise IolabError("give either PLAN or --resume RUN, not both")
     if resume is None and plan_path is None:
         raise IolabError("missing PLAN (or --resume RUN)")
+
+
+def refuse_with_resume(
+    ctx: click.Context, resume: int | None, defining: Mapping[str, str], what: str
+) -> None:
+    """With --resume RUN, options that define a run (`defining`: parameter → flag) are the
+    run's own: naming one on the command line is an error, not silently ignored."""
+    if resume is None:
+        return
+    given = [
+        flag
+        for name, flag in defining.items()
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise IolabError(f"{', '.join(given)}: {what} {resume} keeps its own")
 
 
 def profile_of(quick: bool, profile: str | None) -> str | None:

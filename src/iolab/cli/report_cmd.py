@@ -6,7 +6,13 @@ import click
 
 from iolab.analysis.build import Options
 from iolab.analysis.select import parse_selector
-from iolab.cli.options import check_levels, margin_option, store_location
+from iolab.cli.options import (
+    check_levels,
+    margin_option,
+    metric_option,
+    store_location,
+    table_alpha_option,
+)
 from iolab.errors import IolabError
 from iolab.publish import gather
 from iolab.publish.files import write_atomically
@@ -26,8 +32,8 @@ from iolab.store import open_store
 @click.option("--by", default=None, metavar="DIM", help="With one run: compare each value of DIM.")
 @click.option("--baseline", default=None, metavar="VALUE", help="The value compared against.")
 @margin_option
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level.")
-@click.option("--metric", "metrics", multiple=True, metavar="GLOB", help="Only these metrics.")
+@table_alpha_option
+@metric_option
 @click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm", show_default=True)
 @click.option("--all", "show_all", is_flag=True, help="List every secondary metric.")
 @click.pass_context
