@@ -32,11 +32,14 @@ except SystemExit as exc:
 else:
     code = 0
 heavy = sorted({m.split(".")[0] for m in sys.modules} & watched)
-print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+orm = "sqlalchemy.orm" in sys.modules
+print(json.dumps({"code": code, "heavy": heavy, "orm": orm}), file=sys.stderr)
 """
 
 
-def loaded(tmp_path: Path, *args: str) -> tuple[object, list[str]]:
+def probe(tmp_path: Path, *args: str) -> dict[str, object]:
+    """Run `iolab ARGS` in a fresh interpreter: its exit code, the heavy top-level packages
+    it loaded, and whether SQLAlchemy's ORM was among them."""
     env = dict(os.environ, IOLAB_DB=str(tmp_path / "s.db"))
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(list(args)), json.dumps(HEAVY)],
@@ -45,7 +48,12 @@ def loaded(tmp_path: Path, *args: str) -> tuple[object, list[str]]:
         text=True,
         timeout=60,
     )
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    report: dict[str, object] = json.loads(proc.stderr.strip().splitlines()[-1])
+    return report
+
+
+def loaded(tmp_path: Path, *args: str) -> tuple[object, object]:
+    report = probe(tmp_path, *args)
     return report["code"], report["heavy"]
 
 
@@ -64,6 +72,14 @@ def test_results_loads_no_scipy_nor_alembic(tmp_path: Path) -> None:
     open_store(str(tmp_path / "s.db")).close()  # an empty store, at the newest revision
     code, heavy = loaded(tmp_path, "results")
     assert code == 0 and heavy == ["sqlalchemy"]
+
+
+def test_results_loads_no_orm(tmp_path: Path) -> None:
+    """The store is read through SQLAlchemy Core: the ORM's import alone cost more than the
+    rest of `iolab results` (docs/architecture.md, "Start-up")."""
+    open_store(str(tmp_path / "s.db")).close()
+    report = probe(tmp_path, "results")
+    assert report["code"] == 0 and report["orm"] is False
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

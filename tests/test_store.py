@@ -23,7 +23,7 @@ from iolab.model.result import Job, Result
 from iolab.model.sample import Sample
 from iolab.store import Store, convert, open_store
 from iolab.store.migrate import alembic_config
-from iolab.store.schema import VERSION_TABLE, Base
+from iolab.store.schema import VERSION_TABLE, metadata
 from store_backends import BACKENDS, location_for
 
 TABLES = (
@@ -113,7 +113,7 @@ def test_migrations_create_exactly_the_orm_schema(store: Store) -> None:
         heads = ScriptDirectory.from_config(alembic_config()).get_heads()
         assert len(heads) == 1, f"the migrations must have one head, not {heads}"
         assert ctx.get_current_heads() == tuple(heads)
-        assert compare_metadata(ctx, Base.metadata) == []
+        assert compare_metadata(ctx, metadata) == []
         names = set(conn.dialect.get_table_names(conn))
     assert names == {*TABLES, VERSION_TABLE}
 
@@ -529,6 +529,6 @@ def test_alembic_command_line_uses_the_shipped_ini(tmp_path: Path) -> None:
     try:
         with engine.connect() as conn:
             ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-            assert compare_metadata(ctx, Base.metadata) == []
+            assert compare_metadata(ctx, metadata) == []
     finally:
         engine.dispose()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Row, insert, select, update
 
 from iolab.errors import StoreError
 from iolab.model.regression import STATUSES, NewRegression, Regression, RegressionEvent
-from iolab.store.schema import RegressionEventRow, RegressionKeyRow, RegressionRow
+from iolab.store.schema import regression_events, regression_keys, regressions
 from iolab.store.store import Store
 
 
@@ -34,40 +34,43 @@ def add(store: Store, entry: NewRegression) -> tuple[int, bool]:
     keys = list(dict.fromkeys(_digest(k) for k in (entry.dedup_key, *entry.aliases)))
     with store._session(write=True) as session:
         found = session.scalars(
-            select(RegressionKeyRow.regression_id).where(RegressionKeyRow.key.in_(keys))
+            select(regression_keys.c.regression_id).where(regression_keys.c.key.in_(keys))
         ).first()
         if found is not None:
             return int(found), False
-        row = RegressionRow(
-            metric=entry.metric,
-            case_key=entry.case_key,
-            case=dict(entry.case),
-            dedup_key=entry.dedup_key,
-            origin=entry.origin,
-            introduced_run_id=entry.introduced_run_id,
-            last_good_run_id=entry.last_good_run_id,
-            introduced_at=entry.introduced_at,
-            commit_range=entry.commit_range,
-            culprit=entry.culprit,
-            change_pct=entry.change_pct,
-            ci_low_pct=entry.ci_low_pct,
-            ci_high_pct=entry.ci_high_pct,
-            p_value=entry.p_value,
-            status="open",
-            created_at=_now(),
-            details=dict(entry.details),
-        )
-        session.add(row)
-        session.flush()
+        created_at = _now()
+        new_id = session.execute(
+            insert(regressions)
+            .values(
+                metric=entry.metric,
+                case_key=entry.case_key,
+                case=dict(entry.case),
+                dedup_key=entry.dedup_key,
+                origin=entry.origin,
+                introduced_run_id=entry.introduced_run_id,
+                last_good_run_id=entry.last_good_run_id,
+                introduced_at=entry.introduced_at,
+                commit_range=entry.commit_range,
+                culprit=entry.culprit,
+                change_pct=entry.change_pct,
+                ci_low_pct=entry.ci_low_pct,
+                ci_high_pct=entry.ci_high_pct,
+                p_value=entry.p_value,
+                status="open",
+                created_at=created_at,
+                details=dict(entry.details),
+            )
+            .returning(regressions.c.id)
+        ).scalar_one()
         session.execute(
-            insert(RegressionKeyRow), [{"key": k, "regression_id": row.id} for k in keys]
+            insert(regression_keys), [{"key": k, "regression_id": new_id} for k in keys]
         )
         session.execute(
-            insert(RegressionEventRow),
+            insert(regression_events),
             [
                 {
-                    "regression_id": row.id,
-                    "at": row.created_at,
+                    "regression_id": new_id,
+                    "at": created_at,
                     "old_status": None,
                     "new_status": "open",
                     "note": entry.note,
@@ -76,7 +79,7 @@ def add(store: Store, entry: NewRegression) -> tuple[int, bool]:
             ],
         )
         session.commit()
-        return row.id, True
+        return int(new_id), True
 
 
 def set_status(
@@ -90,11 +93,13 @@ def set_status(
     if status not in STATUSES:
         raise ValueError(f"status {status!r} is not one of {STATUSES}")
     with store._session(write=True) as session:
-        row = session.get(RegressionRow, regression_id)
+        row = session.execute(
+            select(regressions.c.status).where(regressions.c.id == regression_id)
+        ).first()
         if row is None:
             raise StoreError(f"no regression {regression_id} in the registry")
         session.execute(
-            insert(RegressionEventRow),
+            insert(regression_events),
             [
                 {
                     "regression_id": regression_id,
@@ -107,7 +112,7 @@ def set_status(
             ],
         )
         session.execute(
-            update(RegressionRow).where(RegressionRow.id == regression_id).values(status=status)
+            update(regressions).where(regressions.c.id == regression_id).values(status=status)
         )
         session.commit()
 
@@ -116,13 +121,13 @@ def entries(
     store: Store, status: Sequence[str] | None = None, ids: Sequence[int] | None = None
 ) -> list[Regression]:
     """Registry entries (oldest first) with their logs."""
-    query = select(RegressionRow).order_by(RegressionRow.id)
+    query = select(regressions).order_by(regressions.c.id)
     if status:
-        query = query.where(RegressionRow.status.in_(list(status)))
+        query = query.where(regressions.c.status.in_(list(status)))
     if ids is not None:
-        query = query.where(RegressionRow.id.in_(list(ids)))
+        query = query.where(regressions.c.id.in_(list(ids)))
     with store._session() as session:
-        rows = list(session.scalars(query))
+        rows = list(session.execute(query))
         return [_entry(session, row) for row in rows]
 
 
@@ -133,11 +138,11 @@ def get(store: Store, regression_id: int) -> Regression:
     return found[0]
 
 
-def _entry(session: Session, row: RegressionRow) -> Regression:
-    events = session.scalars(
-        select(RegressionEventRow)
-        .where(RegressionEventRow.regression_id == row.id)
-        .order_by(RegressionEventRow.id)
+def _entry(session: Connection, row: Row[Any]) -> Regression:
+    events = session.execute(
+        select(regression_events)
+        .where(regression_events.c.regression_id == row.id)
+        .order_by(regression_events.c.id)
     )
     return Regression(
         id=row.id,

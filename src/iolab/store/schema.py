@@ -1,4 +1,4 @@
-"""The store's tables as a typed SQLAlchemy ORM — private to `iolab.store`.
+"""The store's tables as SQLAlchemy Core `Table`s — private to `iolab.store`.
 
 The rest of iolab sees `Sample` and `RunInfo` (iolab.model), never these classes, so the
 schema can change behind a migration without touching the lab or the statistics.
@@ -7,16 +7,20 @@ Metrics and histogram bins are rows, not JSON blobs: a comparison asks for one m
 hundreds of samples, and `metrics.name` is indexed for that.  The migration in
 `migrations/versions` creates exactly this metadata (tests/test_store.py checks it with
 alembic's compare_metadata on SQLite and PostgreSQL).
+
+Core, not the ORM's declarative classes: the store reads and writes with `select()` and
+`insert()` on these tables, so no command loads `sqlalchemy.orm` (its import alone was most
+of `iolab results`' start-up, docs/architecture.md "Start-up").
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Column,
     DateTime,
     Dialect,
     Float,
@@ -25,10 +29,10 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # alembic's own bookkeeping table; a distinct name so a shared PostgreSQL database that
 # already holds another application's `alembic_version` does not confuse the two.
@@ -70,156 +74,137 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, datetime: UTCDateTime}
+metadata = MetaData(naming_convention=NAMING)
 
 
-class RunRow(Base):
-    __tablename__ = "runs"
+def _fk(target: str, ondelete: str) -> ForeignKey:
+    return ForeignKey(target, ondelete=ondelete)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    kind: Mapped[str] = mapped_column(String(16))
-    label: Mapped[str | None] = mapped_column(String(200), index=True)
-    status: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime]
-    finished_at: Mapped[datetime | None]
-    host: Mapped[str | None] = mapped_column(String(255))
-    plan_path: Mapped[str | None] = mapped_column(Text)
-    plan_text: Mapped[str | None] = mapped_column(Text)
-    plan_hash: Mapped[str | None] = mapped_column(String(128))
-    meta: Mapped[dict[str, Any]]
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("label", String(200), index=True),
+    Column("status", String(16), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime()),
+    Column("host", String(255)),
+    Column("plan_path", Text),
+    Column("plan_text", Text),
+    Column("plan_hash", String(128)),
+    Column("meta", JSON, nullable=False),
     # the process that runs it now ("host:pid:start"), None when nobody does; taken by a
     # conditional UPDATE so that two processes cannot both continue one run
-    claimed_by: Mapped[str | None] = mapped_column(String(255))
-    claimed_at: Mapped[datetime | None]
+    Column("claimed_by", String(255)),
+    Column("claimed_at", UTCDateTime()),
+)
 
+run_tags = Table(
+    "run_tags",
+    metadata,
+    Column("run_id", Integer, _fk("runs.id", "CASCADE"), primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("value", Text, nullable=False),
+    Index("ix_run_tags_key_value", "key", "value"),
+)
 
-class RunTagRow(Base):
-    __tablename__ = "run_tags"
-    __table_args__ = (Index("ix_run_tags_key_value", "key", "value"),)
+samples = Table(
+    "samples",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, _fk("runs.id", "CASCADE"), nullable=False),
+    Column("variant", String(200)),
+    Column("cell", JSON, nullable=False),
+    Column("cell_key", Text, nullable=False),  # canonical "k=v,k=v" (sorted keys)
+    Column("case_key", Text, nullable=False, server_default=""),  # "cell_key|variant"
+    Column("block", Integer),
+    Column("position", Integer),
+    Column("status", String(16), nullable=False),
+    Column("reason", Text),
+    Column("tool", String(64)),
+    Column("tool_version", String(64)),
+    Column("format", String(64)),
+    Column("source", Text),
+    Column("caption", Text),
+    Column("started_at", UTCDateTime()),
+    Column("finished_at", UTCDateTime()),
+    Column("provenance", JSON, nullable=False),
+    Column("jobs", JSON, nullable=False),  # job keys in source order
+    Index("ix_samples_run_id_variant", "run_id", "variant"),
+    # one sample per (run, case, block): a second process or a bug cannot store a
+    # duplicate; imports have no block (NULL), and NULLs never collide
+    Index("uq_samples_run_id_case_key_block", "run_id", "case_key", "block", unique=True),
+)
 
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    key: Mapped[str] = mapped_column(String(200), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
+# One number of a sample; `job` is '' for the result-level metric.
+metrics = Table(
+    "metrics",
+    metadata,
+    Column("sample_id", Integer, _fk("samples.id", "CASCADE"), primary_key=True),
+    Column("job", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True, index=True),
+    Column("value", Float, nullable=False),
+)
 
+# One bin of a sample's histogram; `bin` is the bucket value in the unit of `name`.
+histograms = Table(
+    "histograms",
+    metadata,
+    Column("sample_id", Integer, _fk("samples.id", "CASCADE"), primary_key=True),
+    Column("job", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("bin", Float, primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
 
-class SampleRow(Base):
-    __tablename__ = "samples"
-    __table_args__ = (
-        Index("ix_samples_run_id_variant", "run_id", "variant"),
-        # one sample per (run, case, block): a second process or a bug cannot store a
-        # duplicate; imports have no block (NULL), and NULLs never collide
-        Index("uq_samples_run_id_case_key_block", "run_id", "case_key", "block", unique=True),
-    )
+# One regression in the registry (docs/history.md); its status changes are events.
+#
+# `dedup_key` names it (metric, case, the point the change first shows in); hashed, it and
+# its aliases (neighbouring points) are rows of `regression_keys`, unique across entries, so
+# the same regression found twice — history run again, its step placed one point later,
+# the same compare repeated — is entered once.
+regressions = Table(
+    "regressions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("metric", String(200), nullable=False, index=True),
+    Column("case_key", Text, nullable=False),
+    Column("case", JSON, nullable=False),
+    Column("dedup_key", Text, nullable=False),
+    Column("origin", String(16), nullable=False),  # history | compare | ab | bisect
+    Column("introduced_run_id", Integer, _fk("runs.id", "SET NULL")),
+    Column("last_good_run_id", Integer, _fk("runs.id", "SET NULL")),
+    Column("introduced_at", UTCDateTime()),
+    Column("commit_range", Text),
+    Column("culprit", Text),
+    Column("change_pct", Float),
+    Column("ci_low_pct", Float),
+    Column("ci_high_pct", Float),
+    Column("p_value", Float),
+    Column("status", String(16), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("details", JSON, nullable=False),
+)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    variant: Mapped[str | None] = mapped_column(String(200))
-    cell: Mapped[dict[str, Any]]
-    cell_key: Mapped[str] = mapped_column(Text)  # canonical "k=v,k=v" (sorted keys)
-    case_key: Mapped[str] = mapped_column(Text, server_default="")  # "cell_key|variant"
-    block: Mapped[int | None] = mapped_column(Integer)
-    position: Mapped[int | None] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16))
-    reason: Mapped[str | None] = mapped_column(Text)
-    tool: Mapped[str | None] = mapped_column(String(64))
-    tool_version: Mapped[str | None] = mapped_column(String(64))
-    format: Mapped[str | None] = mapped_column(String(64))
-    source: Mapped[str | None] = mapped_column(Text)
-    caption: Mapped[str | None] = mapped_column(Text)
-    started_at: Mapped[datetime | None]
-    finished_at: Mapped[datetime | None]
-    provenance: Mapped[dict[str, Any]]
-    jobs: Mapped[list[str]] = mapped_column(JSON)  # job keys in source order
+# An append-only log line: a status change (or a note) of one regression.
+regression_events = Table(
+    "regression_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("regression_id", Integer, _fk("regressions.id", "CASCADE"), nullable=False, index=True),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("old_status", String(16)),
+    Column("new_status", String(16), nullable=False),
+    Column("note", Text),
+    Column("evidence_run_id", Integer, _fk("runs.id", "SET NULL")),
+)
 
-
-class MetricRow(Base):
-    """One number of a sample; `job` is '' for the result-level metric."""
-
-    __tablename__ = "metrics"
-
-    sample_id: Mapped[int] = mapped_column(
-        ForeignKey("samples.id", ondelete="CASCADE"), primary_key=True
-    )
-    job: Mapped[str] = mapped_column(String(200), primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
-    value: Mapped[float] = mapped_column(Float)
-
-
-class HistogramRow(Base):
-    """One bin of a sample's histogram; `bin` is the bucket value in the unit of `name`."""
-
-    __tablename__ = "histograms"
-
-    sample_id: Mapped[int] = mapped_column(
-        ForeignKey("samples.id", ondelete="CASCADE"), primary_key=True
-    )
-    job: Mapped[str] = mapped_column(String(200), primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), primary_key=True)
-    bin: Mapped[float] = mapped_column(Float, primary_key=True)
-    count: Mapped[int] = mapped_column(BigInteger)
-
-
-class RegressionRow(Base):
-    """One regression in the registry (docs/history.md); its status changes are events.
-
-    `dedup_key` names it (metric, case, the point the change first shows in); hashed, it and
-    its aliases (neighbouring points) are rows of `regression_keys`, unique across entries, so
-    the same regression found twice — history run again, its step placed one point later,
-    the same compare repeated — is entered once.
-    """
-
-    __tablename__ = "regressions"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    metric: Mapped[str] = mapped_column(String(200), index=True)
-    case_key: Mapped[str] = mapped_column(Text)
-    case: Mapped[dict[str, Any]]
-    dedup_key: Mapped[str] = mapped_column(Text)
-    origin: Mapped[str] = mapped_column(String(16))  # history | compare | ab | bisect
-    introduced_run_id: Mapped[int | None] = mapped_column(
-        ForeignKey("runs.id", ondelete="SET NULL")
-    )
-    last_good_run_id: Mapped[int | None] = mapped_column(
-        ForeignKey("runs.id", ondelete="SET NULL")
-    )
-    introduced_at: Mapped[datetime | None]
-    commit_range: Mapped[str | None] = mapped_column(Text)
-    culprit: Mapped[str | None] = mapped_column(Text)
-    change_pct: Mapped[float | None] = mapped_column(Float)
-    ci_low_pct: Mapped[float | None] = mapped_column(Float)
-    ci_high_pct: Mapped[float | None] = mapped_column(Float)
-    p_value: Mapped[float | None] = mapped_column(Float)
-    status: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime]
-    details: Mapped[dict[str, Any]]
-
-
-class RegressionEventRow(Base):
-    """An append-only log line: a status change (or a note) of one regression."""
-
-    __tablename__ = "regression_events"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    regression_id: Mapped[int] = mapped_column(
-        ForeignKey("regressions.id", ondelete="CASCADE"), index=True
-    )
-    at: Mapped[datetime]
-    old_status: Mapped[str | None] = mapped_column(String(16))
-    new_status: Mapped[str] = mapped_column(String(16))
-    note: Mapped[str | None] = mapped_column(Text)
-    evidence_run_id: Mapped[int | None] = mapped_column(
-        ForeignKey("runs.id", ondelete="SET NULL")
-    )
-
-
-class RegressionKeyRow(Base):
-    """Every key an entry is known by (its dedup key and its aliases); unique across entries."""
-
-    __tablename__ = "regression_keys"
-
-    key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    regression_id: Mapped[int] = mapped_column(
-        ForeignKey("regressions.id", ondelete="CASCADE"), index=True
-    )
+# Every key an entry is known by (its dedup key and its aliases); unique across entries.
+regression_keys = Table(
+    "regression_keys",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("regression_id", Integer, _fk("regressions.id", "CASCADE"), nullable=False, index=True),
+)

@@ -15,16 +15,28 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, delete, exists, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    and_,
+    case,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import DatabaseError, IntegrityError
-from sqlalchemy.orm import Session
 
 from iolab.errors import RefusedError, StoreError
 from iolab.model.result import Result
 from iolab.model.sample import RunInfo, Sample, case_key, cell_key
 from iolab.store import convert
 from iolab.store.engine import WRITE_OPTION
-from iolab.store.schema import HistogramRow, MetricRow, RunRow, RunTagRow, SampleRow
+from iolab.store.schema import histograms, metrics, run_tags, runs, samples
+from iolab.store.schema import metrics as metrics_table
 
 RUN_KINDS = ("import", "lab", "ab", "bisect")
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
@@ -78,10 +90,12 @@ class Store:
         self.close()
 
     @contextmanager
-    def _session(self, write: bool = False) -> Iterator[Session]:
-        """A session whose database failures reach the user as one StoreError line."""
+    def _session(self, write: bool = False) -> Iterator[Connection]:
+        """A connection (one transaction: `commit()` or it is rolled back) whose database
+        failures reach the user as one StoreError line.  SQLAlchemy Core, not the ORM:
+        `sqlalchemy.orm` is never imported, which keeps `iolab results` quick to start."""
         try:
-            with Session(self._writer if write else self.engine) as session:
+            with (self._writer if write else self.engine).connect() as session:
                 yield session
         except DatabaseError as exc:  # OperationalError, DataError, IntegrityError, ...
             first = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
@@ -108,8 +122,8 @@ class Store:
             )
             if claimed_by is not None:
                 session.execute(
-                    update(RunRow)
-                    .where(RunRow.id == run_id)
+                    update(runs)
+                    .where(runs.c.id == run_id)
                     .values(claimed_by=claimed_by, claimed_at=_now())
                 )
             session.commit()
@@ -121,7 +135,7 @@ class Store:
         `owner_alive` says is gone).  RefusedError when a live owner holds it."""
         for _ in range(5):
             with self._session() as session:
-                row = session.get(RunRow, run_id) if _ID_MIN <= run_id <= _ID_MAX else None
+                row = _run_row(session, run_id) if _ID_MIN <= run_id <= _ID_MAX else None
                 if row is None:
                     raise StoreError(f"no run {run_id} in the store")
                 current = row.claimed_by
@@ -132,15 +146,16 @@ class Store:
                     f"run {run_id} is still running ({describe_owner(current)}); "
                     "wait for it or stop it first"
                 )
-            held = RunRow.claimed_by.is_(None) if current is None else RunRow.claimed_by == current
+            claim = runs.c.claimed_by
+            held = claim.is_(None) if current is None else claim == current
             with self._session(write=True) as session:
                 done = session.execute(
-                    update(RunRow)
-                    .where(RunRow.id == run_id, held)
+                    update(runs)
+                    .where(runs.c.id == run_id, held)
                     .values(claimed_by=owner, claimed_at=_now())
                 )
                 session.commit()
-                if done.rowcount == 1:  # type: ignore[attr-defined]
+                if done.rowcount == 1:
                     return
         raise RefusedError(f"run {run_id} is being claimed by another process; try again")
 
@@ -153,24 +168,25 @@ class Store:
         if status != "running":
             values.update(claimed_by=None, claimed_at=None)  # its owner lets go
         with self._session(write=True) as session:
-            done = session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
-            if done.rowcount == 0:  # type: ignore[attr-defined]
+            done = session.execute(update(runs).where(runs.c.id == run_id).values(**values))
+            if done.rowcount == 0:
                 raise StoreError(f"no run {run_id} in the store")
             session.commit()
 
     def update_run_meta(self, run_id: int, meta: Mapping[str, Any]) -> None:
         """Merge keys into a run's `meta` (e.g. what the lab learns only at the end)."""
         with self._session(write=True) as session:
-            row = session.get(RunRow, run_id)
+            row = _run_row(session, run_id)
             if row is None:
                 raise StoreError(f"no run {run_id} in the store")
-            row.meta = {**row.meta, **meta}
+            merged = {**row.meta, **meta}
+            session.execute(update(runs).where(runs.c.id == run_id).values(meta=merged))
             session.commit()
 
     def add_sample(self, sample: Sample) -> int:
         """Store one sample with its metrics and bins in one transaction; its id."""
         with self._session(write=True) as session:
-            if session.get(RunRow, sample.run_id) is None:
+            if _run_row(session, sample.run_id) is None:
                 raise StoreError(f"no run {sample.run_id} in the store")
             try:
                 sample_id = self._insert_sample(session, sample)
@@ -196,8 +212,8 @@ class Store:
                 session, [convert.sample_from_result(result, run_id) for result in results]
             )
             session.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id)
+                update(runs)
+                .where(runs.c.id == run_id)
                 .values(status="finished", finished_at=_now())
             )
             session.commit()
@@ -206,21 +222,21 @@ class Store:
     def delete_run(self, run_id: int) -> None:
         """Remove a run with its tags, samples, metrics and bins."""
         with self._session(write=True) as session:
-            sample_ids = select(SampleRow.id).where(SampleRow.run_id == run_id)
+            sample_ids = select(samples.c.id).where(samples.c.run_id == run_id)
             # explicit, not only ON DELETE CASCADE: a SQLite connection without the
             # foreign_keys pragma (an old tool, a shell) must not orphan rows either
-            session.execute(delete(MetricRow).where(MetricRow.sample_id.in_(sample_ids)))
-            session.execute(delete(HistogramRow).where(HistogramRow.sample_id.in_(sample_ids)))
-            session.execute(delete(SampleRow).where(SampleRow.run_id == run_id))
-            session.execute(delete(RunTagRow).where(RunTagRow.run_id == run_id))
-            gone = session.execute(delete(RunRow).where(RunRow.id == run_id))
-            if gone.rowcount == 0:  # type: ignore[attr-defined]
+            session.execute(delete(metrics).where(metrics.c.sample_id.in_(sample_ids)))
+            session.execute(delete(histograms).where(histograms.c.sample_id.in_(sample_ids)))
+            session.execute(delete(samples).where(samples.c.run_id == run_id))
+            session.execute(delete(run_tags).where(run_tags.c.run_id == run_id))
+            gone = session.execute(delete(runs).where(runs.c.id == run_id))
+            if gone.rowcount == 0:
                 raise StoreError(f"no run {run_id} in the store")
             session.commit()
 
     @staticmethod
     def _insert_run(
-        session: Session,
+        session: Connection,
         kind: str,
         label: str | None,
         tags: Mapping[str, str] | None,
@@ -232,47 +248,48 @@ class Store:
     ) -> int:
         if kind not in RUN_KINDS:
             raise ValueError(f"run kind {kind!r} is not one of {RUN_KINDS}")
-        row = RunRow(
-            kind=kind,
-            label=label,
-            status="running",
-            created_at=_now(),
-            finished_at=None,
-            host=host,
-            plan_path=plan_path,
-            plan_text=plan_text,
-            plan_hash=plan_hash,
-            meta=dict(meta or {}),
-        )
-        session.add(row)
-        session.flush()
+        run_id = session.execute(
+            insert(runs)
+            .values(
+                kind=kind,
+                label=label,
+                status="running",
+                created_at=_now(),
+                finished_at=None,
+                host=host,
+                plan_path=plan_path,
+                plan_text=plan_text,
+                plan_hash=plan_hash,
+                meta=dict(meta or {}),
+            )
+            .returning(runs.c.id)
+        ).scalar_one()
         if tags:
             session.execute(
-                insert(RunTagRow),
-                [{"run_id": row.id, "key": k, "value": str(v)} for k, v in tags.items()],
+                insert(run_tags),
+                [{"run_id": run_id, "key": k, "value": str(v)} for k, v in tags.items()],
             )
-        return row.id
+        return int(run_id)
 
     @staticmethod
-    def _insert_samples(session: Session, samples: Sequence[Sample]) -> list[int]:
+    def _insert_samples(conn: Connection, new: Sequence[Sample]) -> list[int]:
         """Many samples in few statements: one multi-row INSERT … RETURNING for the samples,
         then their metrics and bins in batches of executemany.  Core inserts, not the ORM's
         unit of work: the per-row bookkeeping of ORM bulk inserts was most of an import's
         time (bench/import_speed.py)."""
-        for sample in samples:
+        for sample in new:
             if sample.status not in SAMPLE_STATUSES:
                 raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
-        conn = session.connection()
         ids: list[int] = []
-        for chunk in _batches(samples, _SAMPLE_BATCH):
+        for chunk in _batches(new, _SAMPLE_BATCH):
             returned = conn.execute(
-                insert(SampleRow).returning(SampleRow.id, sort_by_parameter_order=True),
+                insert(samples).returning(samples.c.id, sort_by_parameter_order=True),
                 [_sample_values(sample) for sample in chunk],
             )
             ids.extend(int(row[0]) for row in returned)
         metrics = _BulkRows(conn, "metrics", ("sample_id", "job", "name", "value"))
         bins = _BulkRows(conn, "histograms", ("sample_id", "job", "name", "bin", "count"))
-        for sample_id, sample in zip(ids, samples, strict=True):
+        for sample_id, sample in zip(ids, new, strict=True):
             metrics.extend(convert.metric_tuples(sample_id, sample))
             bins.extend(convert.histogram_tuples(sample_id, sample))
         metrics.flush()
@@ -280,19 +297,21 @@ class Store:
         return ids
 
     @staticmethod
-    def _insert_sample(session: Session, sample: Sample) -> int:
+    def _insert_sample(session: Connection, sample: Sample) -> int:
         if sample.status not in SAMPLE_STATUSES:
             raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
-        row = SampleRow(**_sample_values(sample))
-        session.add(row)
-        session.flush()
-        metric_rows = convert.metric_rows(row.id, sample)
+        sample_id = int(
+            session.execute(
+                insert(samples).values(**_sample_values(sample)).returning(samples.c.id)
+            ).scalar_one()
+        )
+        metric_rows = convert.metric_rows(sample_id, sample)
         if metric_rows:
-            session.execute(insert(MetricRow), metric_rows)
-        hist_rows = convert.histogram_rows(row.id, sample)
+            session.execute(insert(metrics), metric_rows)
+        hist_rows = convert.histogram_rows(sample_id, sample)
         if hist_rows:
-            session.execute(insert(HistogramRow), hist_rows)
-        return row.id
+            session.execute(insert(histograms), hist_rows)
+        return sample_id
 
     # -- reading runs ---------------------------------------------------------------------
 
@@ -303,21 +322,21 @@ class Store:
         tags: Mapping[str, str] | None = None,
     ) -> list[RunInfo]:
         """Runs, oldest first, with their tags and sample counts."""
-        query = select(RunRow)
+        query = select(runs)
         if label is not None:
-            query = query.where(RunRow.label == label)
+            query = query.where(runs.c.label == label)
         if kind is not None:
-            query = query.where(RunRow.kind == kind)
-        query = query.where(*_tag_conditions(RunRow.id, tags))
+            query = query.where(runs.c.kind == kind)
+        query = query.where(*_tag_conditions(runs.c.id, tags))
         with self._session() as session:
-            rows = list(session.scalars(query.order_by(RunRow.id)))
+            rows = list(session.execute(query.order_by(runs.c.id)))
             return _run_infos(session, rows)
 
     def run(self, run_id: int) -> RunInfo:
         if not _ID_MIN <= run_id <= _ID_MAX:  # a typo'd id the database driver cannot bind
             raise StoreError(f"no run {run_id} in the store")
         with self._session() as session:
-            row = session.get(RunRow, run_id)
+            row = _run_row(session, run_id)
             if row is None:
                 raise StoreError(f"no run {run_id} in the store")
             return _run_infos(session, [row])[0]
@@ -325,7 +344,7 @@ class Store:
     def labels(self) -> list[str]:
         """Every label in use, sorted."""
         with self._session() as session:
-            query = select(RunRow.label).where(RunRow.label.is_not(None)).distinct()
+            query = select(runs.c.label).where(runs.c.label.is_not(None)).distinct()
             return sorted(label for label in session.scalars(query) if label is not None)
 
     # -- reading samples ------------------------------------------------------------------
@@ -350,19 +369,22 @@ class Store:
         `status=None` means ok and failed alike.  `metrics` restricts which metric names
         are loaded; `with_jobs=False` skips per-job metrics and bins.
         """
-        query = select(SampleRow, RunRow.label).join(RunRow, RunRow.id == SampleRow.run_id)
+        query = select(samples, runs.c.label.label("run_label")).join(
+            runs, runs.c.id == samples.c.run_id
+        )
         if run_id is not None:
-            query = query.where(SampleRow.run_id == run_id)
+            query = query.where(samples.c.run_id == run_id)
         if label is not None:
-            query = query.where(RunRow.label == label)
+            query = query.where(runs.c.label == label)
         if variant is not None:
-            query = query.where(SampleRow.variant == variant)
+            query = query.where(samples.c.variant == variant)
         if status is not None:
-            query = query.where(SampleRow.status == status)
-        query = query.where(*_tag_conditions(SampleRow.run_id, tags))
+            query = query.where(samples.c.status == status)
+        query = query.where(*_tag_conditions(samples.c.run_id, tags))
         with self._session() as session:
             found: dict[int, Sample] = {}
-            for row, run_label in session.execute(query.order_by(SampleRow.id)):
+            for row in session.execute(query.order_by(samples.c.id)):
+                run_label = row.run_label
                 if cell and not all(
                     k in row.cell and _same(row.cell[k], v) for k, v in cell.items()
                 ):
@@ -375,24 +397,20 @@ class Store:
                 sample.tags = dict(run_tags.get(sample.run_id, {}))
             ids = list(found)
             for chunk in _chunks(ids):
-                mquery = select(
-                    MetricRow.sample_id, MetricRow.job, MetricRow.name, MetricRow.value
-                ).where(MetricRow.sample_id.in_(chunk))
+                m = metrics_table.c
+                mquery = select(m.sample_id, m.job, m.name, m.value).where(m.sample_id.in_(chunk))
                 if metrics is not None:
-                    mquery = mquery.where(MetricRow.name.in_(list(metrics)))
+                    mquery = mquery.where(m.name.in_(list(metrics)))
                 if not with_jobs:
-                    mquery = mquery.where(MetricRow.job == convert.RESULT_LEVEL)
+                    mquery = mquery.where(m.job == convert.RESULT_LEVEL)
                 convert.fill_metrics(found, session.execute(mquery))
                 if with_histograms:
-                    hquery = select(
-                        HistogramRow.sample_id,
-                        HistogramRow.job,
-                        HistogramRow.name,
-                        HistogramRow.bin,
-                        HistogramRow.count,
-                    ).where(HistogramRow.sample_id.in_(chunk))
+                    h = histograms.c
+                    hquery = select(h.sample_id, h.job, h.name, h.bin, h.count).where(
+                        h.sample_id.in_(chunk)
+                    )
                     if not with_jobs:
-                        hquery = hquery.where(HistogramRow.job == convert.RESULT_LEVEL)
+                        hquery = hquery.where(h.job == convert.RESULT_LEVEL)
                     convert.fill_histograms(found, session.execute(hquery))
             return list(found.values())
 
@@ -401,11 +419,12 @@ class Store:
 
         A failed sample was run too and counts as done unless `include_failed` is False.
         """
-        query = select(SampleRow.cell_key, SampleRow.variant, SampleRow.block).where(
-            SampleRow.run_id == run_id, SampleRow.block.is_not(None)
+        s = samples.c
+        query = select(s.cell_key, s.variant, s.block).where(
+            s.run_id == run_id, s.block.is_not(None)
         )
         if not include_failed:
-            query = query.where(SampleRow.status == "ok")
+            query = query.where(s.status == "ok")
         with self._session() as session:
             return {
                 (case_key(key, variant), block)
@@ -416,9 +435,9 @@ class Store:
     def variants(self, run_id: int) -> list[str]:
         """Variant names of a run, in the order first stored."""
         query = (
-            select(SampleRow.variant, func.min(SampleRow.id).label("first"))
-            .where(SampleRow.run_id == run_id, SampleRow.variant.is_not(None))
-            .group_by(SampleRow.variant)
+            select(samples.c.variant, func.min(samples.c.id).label("first"))
+            .where(samples.c.run_id == run_id, samples.c.variant.is_not(None))
+            .group_by(samples.c.variant)
             .order_by("first")
         )
         with self._session() as session:
@@ -427,9 +446,9 @@ class Store:
     def cells(self, run_id: int) -> list[dict[str, Any]]:
         """The distinct matrix cells of a run, in the order first stored."""
         query = (
-            select(SampleRow.cell_key, func.min(SampleRow.id).label("first"))
-            .where(SampleRow.run_id == run_id)
-            .group_by(SampleRow.cell_key)
+            select(samples.c.cell_key, func.min(samples.c.id).label("first"))
+            .where(samples.c.run_id == run_id)
+            .group_by(samples.c.cell_key)
             .order_by("first")
         )
         with self._session() as session:
@@ -437,7 +456,7 @@ class Store:
             if not firsts:
                 return []
             rows = session.execute(
-                select(SampleRow.id, SampleRow.cell).where(SampleRow.id.in_(firsts))
+                select(samples.c.id, samples.c.cell).where(samples.c.id.in_(firsts))
             )
             cells = {sample_id: cell for sample_id, cell in rows}
             return [dict(cells[i]) for i in firsts]
@@ -445,16 +464,16 @@ class Store:
     def metric_names(self, run_id: int | None = None, label: str | None = None) -> list[str]:
         """Result-level metric names present in the selected samples, sorted."""
         query = (
-            select(MetricRow.name)
-            .join(SampleRow, SampleRow.id == MetricRow.sample_id)
-            .join(RunRow, RunRow.id == SampleRow.run_id)
-            .where(MetricRow.job == convert.RESULT_LEVEL)
+            select(metrics.c.name)
+            .join(samples, samples.c.id == metrics.c.sample_id)
+            .join(runs, runs.c.id == samples.c.run_id)
+            .where(metrics.c.job == convert.RESULT_LEVEL)
             .distinct()
         )
         if run_id is not None:
-            query = query.where(SampleRow.run_id == run_id)
+            query = query.where(samples.c.run_id == run_id)
         if label is not None:
-            query = query.where(RunRow.label == label)
+            query = query.where(runs.c.label == label)
         with self._session() as session:
             return sorted(session.scalars(query))
 
@@ -471,27 +490,32 @@ def _tag_conditions(run_id_col: Any, tags: Mapping[str, str] | None) -> list[Any
     """One EXISTS per tag: the run must carry every given key with that value."""
     return [
         exists().where(
-            and_(RunTagRow.run_id == run_id_col, RunTagRow.key == key, RunTagRow.value == value)
+            and_(run_tags.c.run_id == run_id_col, run_tags.c.key == key, run_tags.c.value == value)
         )
         for key, value in (tags or {}).items()
     ]
 
 
-def _tags_of(session: Session, run_ids: set[int]) -> dict[int, dict[str, str]]:
+def _tags_of(session: Connection, run_ids: set[int]) -> dict[int, dict[str, str]]:
     out: dict[int, dict[str, str]] = {}
     ids = sorted(run_ids)
     for chunk in _chunks(ids):
         rows = session.execute(
-            select(RunTagRow.run_id, RunTagRow.key, RunTagRow.value)
-            .where(RunTagRow.run_id.in_(chunk))
-            .order_by(RunTagRow.run_id, RunTagRow.key)
+            select(run_tags.c.run_id, run_tags.c.key, run_tags.c.value)
+            .where(run_tags.c.run_id.in_(chunk))
+            .order_by(run_tags.c.run_id, run_tags.c.key)
         )
         for run_id, key, value in rows:
             out.setdefault(run_id, {})[key] = value
     return out
 
 
-def _run_infos(session: Session, rows: list[RunRow]) -> list[RunInfo]:
+def _run_row(session: Connection, run_id: int) -> Row[Any] | None:
+    """The `runs` row of an id, or None."""
+    return session.execute(select(runs).where(runs.c.id == run_id)).first()
+
+
+def _run_infos(session: Connection, rows: list[Row[Any]]) -> list[RunInfo]:
     if not rows:
         return []
     ids = [row.id for row in rows]
@@ -500,12 +524,12 @@ def _run_infos(session: Session, rows: list[RunRow]) -> list[RunInfo]:
     for chunk in _chunks(ids):
         query = (
             select(
-                SampleRow.run_id,
+                samples.c.run_id,
                 func.count(),
-                func.sum(case((SampleRow.status == "failed", 1), else_=0)),
+                func.sum(case((samples.c.status == "failed", 1), else_=0)),
             )
-            .where(SampleRow.run_id.in_(chunk))
-            .group_by(SampleRow.run_id)
+            .where(samples.c.run_id.in_(chunk))
+            .group_by(samples.c.run_id)
         )
         for run_id, total, failed in session.execute(query):
             counts[run_id] = (int(total), int(failed or 0))
@@ -530,7 +554,7 @@ def _run_infos(session: Session, rows: list[RunRow]) -> list[RunInfo]:
     ]
 
 
-def _sample(row: SampleRow, label: str | None, with_jobs: bool) -> Sample:
+def _sample(row: Row[Any], label: str | None, with_jobs: bool) -> Sample:
     return Sample(
         id=row.id,
         run_id=row.run_id,

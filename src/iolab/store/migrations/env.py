@@ -12,13 +12,13 @@ from sqlalchemy.engine import Connection
 
 from iolab.store.engine import make_engine, resolve
 from iolab.store.location import StoreLocation
-from iolab.store.schema import VERSION_TABLE, Base
+from iolab.store.schema import VERSION_TABLE, metadata
 
 
 def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
-        target_metadata=Base.metadata,
+        target_metadata=metadata,
         version_table=VERSION_TABLE,
         render_as_batch=True,  # SQLite alters tables by copying them
         compare_type=True,
