@@ -67,6 +67,28 @@ def make_files(directory: Path, count: int) -> list[Path]:
     return files
 
 
+# named, not positional: a migration that adds a column (0002: case_key) appends it
+SAMPLE_COLUMNS = (
+    "id",
+    "run_id",
+    "variant",
+    "cell",
+    "cell_key",
+    "case_key",
+    "block",
+    "position",
+    "status",
+    "reason",
+    "tool",
+    "tool_version",
+    "format",
+    "source",
+    "caption",
+    "started_at",
+    "finished_at",
+    "provenance",
+    "jobs",
+)
 Rows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]
 
 
@@ -77,10 +99,10 @@ def rows_for(results: list[Result]) -> Rows:
     bins: list[tuple[Any, ...]] = []
     for sample_id, result in enumerate(results, start=1):
         sample = convert.sample_from_result(result, 1)
-        head = (sample_id, 1, None, "{}", "", None, None, "ok", None, sample.tool)
-        tail = (sample.tool_version, sample.format, sample.source, sample.caption, None, None)
+        head = (sample_id, 1, None, "{}", "", sample.case_key, None, None, "ok", None)
+        tail = (sample.tool, sample.tool_version, sample.format, sample.source, sample.caption)
         jsons = (json.dumps(sample.provenance), json.dumps(list(sample.job_metrics)))
-        samples.append((*head, *tail, *jsons))
+        samples.append((*head, *tail, None, None, *jsons))
         metrics.extend(convert.metric_tuples(sample_id, sample))
         bins.extend(convert.histogram_tuples(sample_id, sample))
     return samples, metrics, bins
@@ -99,7 +121,11 @@ def floor_once(files: list[Path], db: Path, rows: Rows) -> tuple[float, float]:
             "INSERT INTO runs (id, kind, label, status, created_at, meta) "
             "VALUES (1, 'import', 'bench', 'running', '2026-01-01', '{}')"
         )
-        con.executemany(f"INSERT INTO samples VALUES ({','.join('?' * 18)})", samples)
+        con.executemany(
+            f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(SAMPLE_COLUMNS))})",
+            samples,
+        )
         con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", metrics)
         con.executemany("INSERT INTO histograms VALUES (?, ?, ?, ?, ?)", bins)
         con.execute("UPDATE runs SET status = 'finished' WHERE id = 1")

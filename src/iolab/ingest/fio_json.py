@@ -330,12 +330,12 @@ def _latencies(
         percentiles = stats.get("percentile")
         if isinstance(percentiles, dict):
             for key, value in percentiles.items():
-                p = _float_key(key)
-                if p is None or p <= 0 or p > 100:
+                name = _percentile_metric(prefix, key)
+                if name is None:
                     continue  # fio 2.x pads the list with "0.00": 0
                 number = _scaled(_as_number(value), scale)
                 if number is not None:
-                    metrics[f"{prefix}.{_percentile_name(p)}"] = number
+                    metrics[name] = number
         bins = stats.get("bins")
         if isinstance(bins, dict):
             hist = _bins(bins, scale)
@@ -373,9 +373,15 @@ def _bins(bins: dict[str, Any], scale: float) -> Histogram:
     return hist
 
 
-@lru_cache(maxsize=1024)
-def _percentile_name(p: float) -> str:
-    return percentile_name(p)  # the same few percentiles in every file
+@lru_cache(maxsize=4096)
+def _percentile_metric(prefix: str, key: str) -> str | None:
+    """`read.clat_ns` + "99.900000" → `read.clat_ns.p99.9`; None for a key that is not a
+    percentile in (0, 100].  Cached: every file repeats the same few dozen (prefix, key)
+    pairs, and an import reads thousands of files."""
+    p = _float_key(key)
+    if p is None or p <= 0 or p > 100:
+        return None
+    return f"{prefix}.{percentile_name(p)}"
 
 
 def _scaled(value: float | None, scale: float) -> float | None:

@@ -91,8 +91,8 @@ def metric_tuples(sample_id: int, sample: Sample) -> list[tuple[int, str, str, f
     return [
         (sample_id, job, name, number)
         for job, metrics in levels
-        for name, number in ((n, float(v)) for n, v in metrics.items())
-        if number == number  # NaN is not a measurement
+        for name, value in metrics.items()
+        if (number := float(value)) == number  # NaN is not a measurement
     ]
 
 
