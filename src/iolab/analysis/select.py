@@ -17,6 +17,7 @@ matched" into a SelectorError that says what the store does hold.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from iolab.errors import SelectorError, StoreError
@@ -169,8 +170,15 @@ def parse_selector(text: str) -> Selector:
     return Selector(source, run_id, label, variant, cell, tags)
 
 
-def resolve(store: Store, selector: Selector, *, metrics: bool = True) -> list[Sample]:
-    """The ok samples a selector names; SelectorError when there are none."""
+def resolve(
+    store: Store,
+    selector: Selector,
+    *,
+    histograms: bool = True,
+    only: Sequence[str] | None = None,
+) -> list[Sample]:
+    """The ok samples a selector names (with their histogram bins unless `histograms` is
+    false; only the metrics named in `only` when given); SelectorError when there are none."""
     if selector.run_id is not None:
         try:
             store.run(selector.run_id)
@@ -184,8 +192,9 @@ def resolve(store: Store, selector: Selector, *, metrics: bool = True) -> list[S
         variant=selector.variant,
         cell=selector.cell or None,
         tags=selector.tags or None,
+        metrics=only,
         with_jobs=False,
-        with_histograms=metrics,
+        with_histograms=histograms,
     )
     if not samples:
         raise SelectorError(

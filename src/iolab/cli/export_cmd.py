@@ -29,5 +29,5 @@ def command(ctx: click.Context, selector: str, metrics: tuple[str, ...], format_
     benchstat old.txt new.txt`."""
     sel = parse_selector(selector)
     with open_store(store_location(ctx), read_only=True) as store:
-        samples = resolve(store, sel, metrics=False)
+        samples = resolve(store, sel, histograms=False)
     click.echo(gobench.render(samples, selector, metrics), nl=False)

@@ -171,7 +171,7 @@ def mark(
 def _evidence_run(store: Store, evidence: str) -> int | None:
     from iolab.analysis.select import parse_selector, resolve
 
-    samples = resolve(store, parse_selector(evidence), metrics=False)
+    samples = resolve(store, parse_selector(evidence), histograms=False)
     runs = {s.run_id for s in samples}
     return runs.pop() if len(runs) == 1 else None
 
@@ -184,12 +184,12 @@ def _check_fixed(store: Store, entry: Regression, evidence: str) -> int | None:
     sel = parse_selector(evidence)
     after = [
         s.metrics[entry.metric]
-        for s in resolve(store, sel, metrics=False)
+        for s in resolve(store, sel, histograms=False)
         if entry.metric in s.metrics
     ]
     before: list[float] = [float(v) for v in entry.details.get("before_values", [])]
     if not before and isinstance(entry.details.get("before_selector"), str):
-        old = resolve(store, parse_selector(entry.details["before_selector"]), metrics=False)
+        old = resolve(store, parse_selector(entry.details["before_selector"]), histograms=False)
         before = [s.metrics[entry.metric] for s in old if entry.metric in s.metrics]
     if not after:
         raise IolabError(f"--evidence {evidence!r}: holds no {entry.metric} samples")

@@ -20,7 +20,7 @@ from iolab.analysis.build import (
     sequential_key,
     with_sequential,
 )
-from iolab.analysis.select import Selector
+from iolab.analysis.select import Selector, resolve
 from iolab.errors import IolabError
 from iolab.model.metrics import metric_info
 from iolab.model.sample import RunInfo, Sample
@@ -68,7 +68,8 @@ def pair_html(
     """`compare A B` as an HTML report."""
     report = pair_report(store, a, b, options)
     kpis = _kpi_names(report)
-    samples_a, samples_b = _light(store, a, kpis), _light(store, b, kpis)
+    samples_a = resolve(store, a, histograms=False, only=kpis)
+    samples_b = resolve(store, b, histograms=False, only=kpis)
     sides = [
         (
             Side(g.a_name, [s for s in samples_a if _in_cell(s, g.cell, None)]),
@@ -91,7 +92,7 @@ def by_html(
     """`compare RUN --by DIM` as an HTML report; `sequential`: for an ab run, take the KPI
     verdicts from the replayed sequential test, as `iolab ab` reported them."""
     report = by_report(store, sel, by, baseline, options)
-    samples = _light(store, sel, _kpi_names(report))
+    samples = resolve(store, sel, histograms=False, only=_kpi_names(report))
 
     def value(s: Sample) -> str | None:
         v = s.variant if by == "variant" else s.cell.get(by)
@@ -116,21 +117,6 @@ def by_html(
 
 def _kpi_names(report: Report) -> list[str]:
     return sorted({m.name for _, m in report.kpis()})
-
-
-def _light(store: Store, sel: Selector, metrics: Sequence[str]) -> list[Sample]:
-    """The samples `resolve` gave the comparison, with only the KPI values (no histograms):
-    the figures need no more, and histogram bins are most of a sample's rows."""
-    return store.samples(
-        run_id=sel.run_id,
-        label=sel.label,
-        variant=sel.variant,
-        cell=sel.cell or None,
-        tags=sel.tags or None,
-        metrics=metrics,
-        with_jobs=False,
-        with_histograms=False,
-    )
 
 
 def _in_cell(s: Sample, cell: Mapping[str, str], by: str | None) -> bool:
