@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +17,13 @@ from iolab.bisect import git as bgit
 from iolab.bisect.driver import bind
 from iolab.bisect.search import ProbabilisticSearch, groups
 from iolab.bisect.step import StepTest
-from iolab.errors import IolabError, PlanError
+from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError
 from iolab.model.metrics import Direction
 from iolab.plan import load_plan
 from iolab.plan.fiojob import check_job
 from iolab.plan.placeholders import fill_commit, render_workload
 from iolab.stats.sequential import _Bettors, one_sided_log_wealth, stake_grid
+from iolab.store import open_store
 
 # ------------------------------------------------------------------ the betting machinery
 
@@ -166,6 +169,30 @@ def plan_with(tmp_path: Path, workload: str, extra: str = "") -> str:
     path = tmp_path / "plan.yaml"
     path.write_text(PLAN.format(workload=workload) + extra)
     return str(path)
+
+
+@pytest.mark.parametrize("command", ["run", "ab"])
+def test_commit_placeholders_are_refused_outside_bisect(tmp_path: Path, command: str) -> None:
+    """A plan naming {src}/{rev} is a bisect plan: `run` and `ab` refuse it in one line
+    before a run exists, instead of failing every sample."""
+    plan = plan_with(
+        tmp_path,
+        '  command:\n    argv: ["{src}/bench", "{mnt}/f"]\n'
+        "    metric: {name: write.iops, regex: 'iops (\\d+)'}",
+        "variants:\n  a: {}\n  b: {}\n",
+    )
+    env = dict(os.environ, IOLAB_DB=str(tmp_path / "s.db"), IOLAB_JOURNAL_DIR=str(tmp_path / "j"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "iolab", command, "-q", plan],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_BAD_INPUT, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "only under `iolab bisect`" in proc.stderr
+    with open_store(str(tmp_path / "s.db")) as store:
+        assert store.runs() == []
 
 
 def test_commit_placeholders_validate_and_bind(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from iolab.lab import claim as lab_claim
 from iolab.lab import provenance
 from iolab.lab.runner import interrupts_raise, preflight
 from iolab.plan import load_plan
-from iolab.plan.model import Plan
+from iolab.plan.model import Plan, WorkloadSpec
+from iolab.plan.placeholders import uses_commit
 from iolab.runs.meta import LabMeta, RecordedKpi, resume_point
 from iolab.store.store import Store
 
@@ -96,6 +97,11 @@ def start(
     destroy_data: bool = False,
 ) -> OpenRun:
     """Preflight the plan, then create its run (seed drawn when the plan has none)."""
+    if kind != "bisect" and _names_a_commit(plan):
+        raise PlanError(
+            f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
+            "they have values only under `iolab bisect`"
+        )
     preflight(plan, destroy_data=destroy_data)
     seed = plan.seed if plan.seed is not None else secrets.randbelow(2**31)
     run_id = claim(store, plan, seed, kind=kind, label=label, tags=tags)
@@ -158,3 +164,17 @@ def running(run: OpenRun) -> Iterator[Ending]:
 
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
+def _names_a_commit(plan: Plan) -> bool:
+    """Whether a workload step of the plan names {src} or {rev} (a bisect plan)."""
+
+    def names(spec: WorkloadSpec | None) -> bool:
+        if spec is None:
+            return False
+        texts = [spec.fio_text or "", spec.fio_file or "", *spec.argv]
+        return any(uses_commit(t) for t in texts)
+
+    return any(
+        names(c.workload) or names(c.prepare.fill) or names(c.prepare.warmup) for c in plan.cases
+    )
