@@ -20,6 +20,7 @@ from iolab.cli.options import (
     parse_duration,
     refuse_with_resume,
     store_location,
+    text_format_option,
 )
 from iolab.errors import (
     EXIT_BISECT_NO_REGRESSION,
@@ -121,13 +122,7 @@ class ConsoleProgress(driver.Progress):
     default=None,
     help="Where work trees, builds and logs go (default ~/.cache/iolab/bisect).",
 )
-@click.option(
-    "--format",
-    "format_name",
-    type=click.Choice(["table", "json", "markdown"]),
-    default="table",
-    show_default=True,
-)
+@text_format_option
 @click.option(
     "--resume",
     type=click.IntRange(min=1),

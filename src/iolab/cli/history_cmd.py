@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from iolab.cli.options import store_location
+from iolab.cli.options import store_location, text_format_option
 from iolab.history.service import history
 from iolab.report.history import render_history
 from iolab.store import open_store
@@ -33,13 +33,7 @@ from iolab.store import open_store
     metavar="time|tag:KEY",
     help="Order points by the result's own time, or by a tag, version-sorted.",
 )
-@click.option(
-    "--format",
-    "format_name",
-    type=click.Choice(["table", "json", "markdown"]),
-    default="table",
-    show_default=True,
-)
+@text_format_option
 @click.pass_context
 def command(
     ctx: click.Context,

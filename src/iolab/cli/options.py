@@ -55,6 +55,15 @@ metric_option = click.option(
     help="Only metrics matching GLOB (repeatable), e.g. 'write.*'.",
 )
 
+text_format_option = click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(["table", "json", "markdown"]),
+    default="table",
+    show_default=True,
+    help="table for the terminal, markdown for a mail or an issue, json for scripts.",
+)
+
 ci_option = click.option(
     "--ci",
     is_flag=True,

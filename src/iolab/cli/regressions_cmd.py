@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import click
 
-from iolab.cli.options import store_location
+from iolab.cli.options import store_location, text_format_option
 from iolab.history.service import mark, regressions
 from iolab.model.regression import STATUSES
 from iolab.report.history import render_regressions
 from iolab.store import open_store
-
-_FORMATS = click.Choice(["table", "json", "markdown"])
 
 
 @click.group("regressions", invoke_without_command=True)
@@ -21,7 +19,7 @@ _FORMATS = click.Choice(["table", "json", "markdown"])
     type=click.Choice(list(STATUSES)),
     help="Only entries with this status (repeatable).",
 )
-@click.option("--format", "format_name", type=_FORMATS, default="table", show_default=True)
+@text_format_option
 @click.pass_context
 def command(ctx: click.Context, status: tuple[str, ...], format_name: str) -> None:
     """The regression registry: every entry with its status, size and log."""
