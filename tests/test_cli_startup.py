@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import click
 import pytest
 
 from iolab.cli.main import COMMANDS, cli
+from iolab.ingest.detect import parse_source
 from iolab.store import open_store
 
 DATA = Path(__file__).parent / "data"
@@ -68,10 +70,28 @@ def test_parse_loads_nothing_heavy(tmp_path: Path) -> None:
     assert code == 0 and heavy == []
 
 
-def test_results_loads_no_scipy_nor_alembic(tmp_path: Path) -> None:
-    open_store(str(tmp_path / "s.db")).close()  # an empty store, at the newest revision
-    code, heavy = loaded(tmp_path, "results")
-    assert code == 0 and heavy == ["sqlalchemy"]
+def test_results_loads_nothing_heavy(tmp_path: Path) -> None:
+    """A current SQLite store is listed with the standard library's sqlite3
+    (iolab.store.sqlite_reader): not even SQLAlchemy is loaded."""
+    fixture = DATA / "fio-3.33" / "out" / "randread-3jobs.json"
+    with open_store(str(tmp_path / "s.db")) as store:  # at the newest revision
+        run_id = store.import_results(parse_source(str(fixture)), "x")
+    for args in (["results"], ["results", "--json"], ["results", "--run", str(run_id)]):
+        code, heavy = loaded(tmp_path, *args)
+        assert code == 0 and heavy == [], args
+
+
+def test_results_on_another_revision_loads_no_scipy(tmp_path: Path) -> None:
+    """Where the fast reader does not apply (here a store whose recorded revision is not
+    this iolab's), `results` falls back to SQLAlchemy, and still loads no scipy."""
+    db = tmp_path / "s.db"
+    open_store(str(db)).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE iolab_schema_version SET version_num = 'ffffffffffff'")
+    conn.close()
+    report = probe(tmp_path, "results")
+    assert report["code"] != 0  # a newer iolab's store: refused, in one line
+    assert report["heavy"] == ["alembic", "sqlalchemy"] and report["orm"] is False
 
 
 def test_results_loads_no_orm(tmp_path: Path) -> None:
@@ -96,6 +116,7 @@ def test_known_heads_are_alembics() -> None:
     text; it must find what alembic itself finds."""
     from alembic.script import ScriptDirectory
 
-    from iolab.store.migrate import alembic_config, known_heads
+    from iolab.store.migrate import alembic_config
+    from iolab.store.revision import known_heads
 
     assert known_heads() == set(ScriptDirectory.from_config(alembic_config()).get_heads())

@@ -23,7 +23,8 @@ from iolab.model.result import Job, Result
 from iolab.model.sample import Sample
 from iolab.store import Store, convert, open_store
 from iolab.store.migrate import alembic_config
-from iolab.store.schema import VERSION_TABLE, metadata
+from iolab.store.revision import VERSION_TABLE
+from iolab.store.schema import metadata
 from store_backends import BACKENDS, location_for
 
 TABLES = (

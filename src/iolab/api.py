@@ -204,9 +204,9 @@ def mark_regression(
 
 def runs(*, db: Db = None, label: str | None = None) -> list[RunInfo]:
     """The stored runs (optionally those with one label), oldest first."""
-    from iolab.store import open_store
+    from iolab.store import open_reader
 
-    with open_store(db, read_only=True) as store:
+    with open_reader(db) as store:
         return store.runs(label=label)
 
 
@@ -218,9 +218,9 @@ def samples(
     failed_too: bool = False,
 ) -> list[Sample]:
     """A run's samples with their metrics and histograms (only `metrics`, if given)."""
-    from iolab.store import open_store
+    from iolab.store import open_reader
 
-    with open_store(db, read_only=True) as store:
+    with open_reader(db) as store:
         store.run(run_id)  # StoreError (one line) for a run that is not there
         return store.samples(
             run_id=run_id,

@@ -17,7 +17,7 @@ from iolab.errors import IolabError
 from iolab.model.sample import RunInfo, Sample
 from iolab.report.fmt import brief_number
 from iolab.runs.meta import recorded_kpis
-from iolab.store import open_store
+from iolab.store import open_reader
 from iolab.store.export import run_to_json, sample_to_json
 from iolab.textsafe import shown_markup
 
@@ -43,7 +43,7 @@ def command(ctx: click.Context, label: str | None, run_id: int | None, as_json: 
     """List stored runs, or the samples of one run."""
     if label is not None and run_id is not None:
         raise IolabError("give --label or --run, not both")
-    with open_store(store_location(ctx), read_only=True) as store:
+    with open_reader(store_location(ctx)) as store:
         if run_id is None:
             runs = store.runs(label=label)
             if as_json:

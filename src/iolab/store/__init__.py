@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sqlalchemy.exc import DatabaseError
 
     from iolab.store.engine import Location
+    from iolab.store.reader import StoreReader
     from iolab.store.store import RUN_KINDS, RUN_STATUSES, SAMPLE_STATUSES, Store
 
 _LAZY = ("RUN_KINDS", "RUN_STATUSES", "SAMPLE_STATUSES", "Store")
@@ -66,6 +67,24 @@ def open_store(
             open_store(location).close()  # upgrade it, as every open did before
         return _opened(loc, make_engine(loc, read_only=True), write=False)
     return _opened(loc, make_engine(loc), write=True)
+
+
+def open_reader(location: str | StoreLocation | None = None) -> StoreReader:
+    """A store opened to list runs and samples, never written or created.
+
+    A SQLite file at the newest revision is read with the standard library's sqlite3
+    (`store.sqlite_reader`: no SQLAlchemy to import, which is most of a listing's
+    start-up); anything else is `open_store(location, read_only=True)`, with its checks,
+    upgrade and messages.
+    """
+    where = StoreLocation.given(location)
+    if where.file is not None:
+        from iolab.store.sqlite_reader import SQLiteReader
+
+        reader = SQLiteReader.open(where.file)
+        if reader is not None:
+            return reader
+    return open_store(where, read_only=True)
 
 
 def _current(loc: Location) -> bool:
@@ -133,5 +152,6 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "default_path",
+    "open_reader",
     "open_store",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from iolab.model.result import Result
-from iolab.model.sample import Sample
+from iolab.model.sample import RunInfo, Sample
 
 RESULT_LEVEL = ""
 
@@ -136,3 +136,48 @@ def fill_histograms(
         else:
             hists = sample.job_histograms.setdefault(job, {})
         hists.setdefault(name, {})[bin_value] = count
+
+
+def run_info(row: Mapping[Any, Any], tags: dict[str, str], counts: tuple[int, int]) -> RunInfo:
+    """A `runs` row (columns by name, values decoded) with its tags and (samples, failed)."""
+    return RunInfo(
+        id=row["id"],
+        kind=row["kind"],
+        label=row["label"],
+        status=row["status"],
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+        plan_text=row["plan_text"],
+        plan_hash=row["plan_hash"],
+        plan_path=row["plan_path"],
+        host=row["host"],
+        tags=tags,
+        meta=dict(row["meta"]),
+        n_samples=counts[0],
+        n_failed=counts[1],
+    )
+
+
+def sample_of(row: Mapping[Any, Any], label: str | None, with_jobs: bool) -> Sample:
+    """A `samples` row (columns by name, values decoded) without its metrics and bins,
+    which `fill_metrics` and `fill_histograms` add."""
+    return Sample(
+        id=row["id"],
+        run_id=row["run_id"],
+        status=row["status"],
+        reason=row["reason"],
+        variant=row["variant"],
+        cell=dict(row["cell"]),
+        block=row["block"],
+        position=row["position"],
+        tool=row["tool"],
+        tool_version=row["tool_version"],
+        format=row["format"],
+        source=row["source"],
+        caption=row["caption"],
+        provenance=dict(row["provenance"]),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        label=label,
+        job_metrics={job: {} for job in row["jobs"]} if with_jobs else {},
+    )

@@ -11,18 +11,16 @@ writers wait for each other instead of failing on a stale snapshot.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from iolab.errors import StoreError
-from iolab.store.location import StoreLocation, default_path
+from iolab.store.location import StoreLocation, sqlite_read_only_uri
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -38,18 +36,18 @@ class Location:
 
 def resolve(where: StoreLocation) -> Location:
     """The URL (and file, for SQLite) of a store location."""
-    location = where.text
-    if location and "://" in location:
-        try:
-            url = make_url(location)
-        except ArgumentError:
-            raise StoreError(f"not a database URL: {location}") from None
-        display = url.render_as_string(hide_password=True)
-        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-            return Location(url, display, Path(url.database or ""))
-        return Location(url, display, None)
-    path = Path(location).expanduser() if location else default_path()
-    return Location(URL.create("sqlite", database=str(path)), str(path), path)
+    path = where.file
+    if path is not None:
+        return Location(URL.create("sqlite", database=str(path)), str(path), path)
+    location = str(where.text)
+    try:
+        url = make_url(location)
+    except ArgumentError:
+        raise StoreError(f"not a database URL: {location}") from None
+    display = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        return Location(url, display, Path(url.database or ""))
+    return Location(url, display, None)
 
 
 def check_file(path: Path, *, create: bool = True) -> None:
@@ -75,12 +73,8 @@ def check_file(path: Path, *, create: bool = True) -> None:
 
 
 def read_only_url(path: Path) -> URL:
-    """A SQLite URL that opens `path` without ever writing it (mode=ro).  On a read-only
-    directory or file SQLite cannot make the WAL index (-shm) a reader needs, so the file is
-    opened `immutable` there: nobody can be writing it anyway."""
-    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if writable else "&immutable=1")
-    return URL.create("sqlite", database=uri, query={"uri": "true"})
+    """The SQLAlchemy URL of `sqlite_read_only_uri(path)`."""
+    return URL.create("sqlite", database=sqlite_read_only_uri(path), query={"uri": "true"})
 
 
 def make_engine(loc: Location, *, read_only: bool = False) -> Engine:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 ENV = "IOLAB_DB"
 
@@ -40,3 +41,18 @@ class StoreLocation:
     @property
     def is_url(self) -> bool:
         return self.text is not None and "://" in self.text
+
+    @property
+    def file(self) -> Path | None:
+        """The SQLite file a path names (None for a URL)."""
+        if self.is_url:
+            return None
+        return Path(self.text).expanduser() if self.text else default_path()
+
+
+def sqlite_read_only_uri(path: Path) -> str:
+    """A SQLite URI that opens `path` without ever writing it (mode=ro).  On a read-only
+    directory or file SQLite cannot make the WAL index (-shm) a reader needs, so the file is
+    opened `immutable` there: nobody can be writing it anyway."""
+    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if writable else "&immutable=1")

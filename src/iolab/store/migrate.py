@@ -13,36 +13,16 @@ something is to be created, upgraded or refused.
 
 from __future__ import annotations
 
-import ast
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, column, inspect, select, table
 
 from iolab.errors import StoreError
 from iolab.store.engine import WRITE_OPTION
-from iolab.store.schema import VERSION_TABLE
+from iolab.store.revision import MIGRATIONS, VERSION_TABLE, known_heads
 
 if TYPE_CHECKING:
     from alembic.config import Config
-
-MIGRATIONS = Path(__file__).with_name("migrations")
-_ASSIGNMENT = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
-
-
-def known_heads() -> set[str]:
-    """The newest revisions of this iolab's migrations, from the revision files' text."""
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    for path in (MIGRATIONS / "versions").glob("*.py"):
-        found = {m.group(1): m.group(2) for m in _ASSIGNMENT.finditer(path.read_text())}
-        if "revision" not in found:
-            continue
-        revisions.add(str(ast.literal_eval(found["revision"])))
-        down = ast.literal_eval(found.get("down_revision", "None"))
-        parents.update([down] if isinstance(down, str) else list(down or ()))
-    return revisions - parents
 
 
 def stored_revisions(engine: Engine) -> tuple[str, ...]:

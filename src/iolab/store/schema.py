@@ -34,10 +34,6 @@ from sqlalchemy import (
     TypeDecorator,
 )
 
-# alembic's own bookkeeping table; a distinct name so a shared PostgreSQL database that
-# already holds another application's `alembic_version` does not confuse the two.
-VERSION_TABLE = "iolab_schema_version"
-
 # Explicit constraint names: identical on every backend, and alembic can drop them later.
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

@@ -534,47 +534,13 @@ def _run_infos(session: Connection, rows: list[Row[Any]]) -> list[RunInfo]:
         for run_id, total, failed in session.execute(query):
             counts[run_id] = (int(total), int(failed or 0))
     return [
-        RunInfo(
-            id=row.id,
-            kind=row.kind,
-            label=row.label,
-            status=row.status,
-            created_at=row.created_at,
-            finished_at=row.finished_at,
-            plan_text=row.plan_text,
-            plan_hash=row.plan_hash,
-            plan_path=row.plan_path,
-            host=row.host,
-            tags=tags.get(row.id, {}),
-            meta=dict(row.meta),
-            n_samples=counts.get(row.id, (0, 0))[0],
-            n_failed=counts.get(row.id, (0, 0))[1],
-        )
+        convert.run_info(row._mapping, tags.get(row.id, {}), counts.get(row.id, (0, 0)))
         for row in rows
     ]
 
 
 def _sample(row: Row[Any], label: str | None, with_jobs: bool) -> Sample:
-    return Sample(
-        id=row.id,
-        run_id=row.run_id,
-        status=row.status,
-        reason=row.reason,
-        variant=row.variant,
-        cell=dict(row.cell),
-        block=row.block,
-        position=row.position,
-        tool=row.tool,
-        tool_version=row.tool_version,
-        format=row.format,
-        source=row.source,
-        caption=row.caption,
-        provenance=dict(row.provenance),
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        label=label,
-        job_metrics={job: {} for job in row.jobs} if with_jobs else {},
-    )
+    return convert.sample_of(row._mapping, label, with_jobs)
 
 
 _SAMPLE_BATCH = 500  # samples per INSERT … RETURNING

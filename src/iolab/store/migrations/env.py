@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 
 from iolab.store.engine import make_engine, resolve
 from iolab.store.location import StoreLocation
-from iolab.store.schema import VERSION_TABLE, metadata
+from iolab.store.revision import VERSION_TABLE
+from iolab.store.schema import metadata
 
 
 def _run(connection: Connection) -> None:
