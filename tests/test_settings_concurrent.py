@@ -111,9 +111,14 @@ def test_kill_9_holder_then_cleanup_restores_the_original(
     while PAIR[0].read_text().strip() != value:
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.05)
+    # while it holds the pair, the registry tells anyone what the machine's own value is
+    in_force = 0 if before[0] != "0" else 1
+    held = settings.held_original(str(PAIR[in_force]))
+    assert held is not None and held.strip() == before[in_force]
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     assert PAIR[0].read_text().strip() == value  # nothing ran in the killed process
+    assert settings.held_original(str(PAIR[in_force])) is None  # its holder is dead
     done = subprocess.run(
         [sys.executable, "-m", "iolab", "cleanup"], env=machine, capture_output=True, text=True
     )

@@ -44,6 +44,7 @@ class Journal(Protocol):
 
     def record(self, kind: str, **undo: str) -> int: ...
 
+
 DIRS = (Path("/run/iolab"), Path("/var/lib/iolab"))
 REGISTRY = "settings.json"
 LOCK = "settings.lock"
@@ -207,3 +208,16 @@ def release(key: str, pid: int, start: int | None) -> None:
             ]
         _prune(data)
         _save(path, data)
+
+
+def held_original(path: str) -> str | None:
+    """The value a live iolab process will put back into the setting file `path` when it
+    lets go, or None when nobody holds it (what is in force then is the machine's own).
+    For anyone who must know the machine's value while runs may overlap — e.g. a test that
+    checks a run restored it — without reading another run's setting as the original."""
+    with _locked() as registry:
+        data = _load(registry)
+    for entry in data.values():
+        if entry.get("restore_path") == path and any(_alive(h) for h in entry.get("holders", [])):
+            return str(entry["restore_value"])
+    return None
