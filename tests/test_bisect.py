@@ -23,7 +23,6 @@ from iolab.plan import load_plan
 from iolab.plan.fiojob import check_job
 from iolab.plan.placeholders import fill_commit, render_workload
 from iolab.stats.sequential import _Bettors, one_sided_log_wealth, stake_grid
-from iolab.store import open_store
 
 # ------------------------------------------------------------------ the betting machinery
 
@@ -191,8 +190,7 @@ def test_commit_placeholders_are_refused_outside_bisect(tmp_path: Path, command:
     )
     assert proc.returncode == EXIT_BAD_INPUT, proc.stderr
     assert proc.stderr.count("\n") == 1 and "only under `iolab bisect`" in proc.stderr
-    with open_store(str(tmp_path / "s.db")) as store:
-        assert store.runs() == []
+    assert not (tmp_path / "s.db").exists()  # refused before any store was opened
 
 
 def test_commit_placeholders_validate_and_bind(tmp_path: Path) -> None:
@@ -335,5 +333,6 @@ def test_bad_bisect_input_is_one_line(tmp_path: Path, args: list[str], message: 
     assert result.exit_code == EXIT_BAD_INPUT, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("iolab: ") and message in lines[0]
+    assert not Path(db).exists()  # refused before any store was opened
     result = CliRunner().invoke(cli, ["--db", db, "bisect", "--resume", "1", "--good", "x"])
     assert result.exit_code == EXIT_BAD_INPUT and "keeps its own" in result.output

@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 
 from iolab.cli.main import cli
 from iolab.errors import EXIT_BAD_INPUT
+from iolab.store import open_store
 
 DATA = Path(__file__).parent / "data" / "fio-3.33" / "out"
 GOOD_JSON = DATA / "randread-3jobs.json"
@@ -214,7 +215,7 @@ def one_variant(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("plan", "reason"),
     [
-        ("name: x\nworkload: {fio: \"[a]\n", "yaml:3: not valid YAML"),
+        ('name: x\nworkload: {fio: "[a]\n', "yaml:3: not valid YAML"),
         (ONE_VARIANT_PLAN + "bogus_key: 1\n", "yaml:14: bogus_key: unknown key 'bogus_key'"),
         (ONE_VARIANT_PLAN.replace("64M", "64Q"), "yaml:2: target.size: must be a size"),
         ("", "the plan is empty"),
@@ -276,6 +277,11 @@ def test_run_resume_refuses_new_names(db: Path, extra: list[str]) -> None:
 
 
 def test_run_resume_unknown(db: Path) -> None:
+    """Resuming names a stored run: a --db that holds no store is named (as `ab --resume`
+    does) and not created; in a store without that run, the run is named."""
+    assert "no iolab store there" in one_line_error(iolab(db, "run", "--resume", "999"))
+    assert not db.exists()
+    open_store(str(db)).close()
     assert one_line_error(iolab(db, "run", "--resume", "999")) == "iolab: no run 999 in the store"
     assert "no run" in one_line_error(iolab(db, "run", "--resume", HUGE_ID))
     assert run_rows(db) == 0

@@ -139,8 +139,9 @@ def test_not_a_block_device(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["run", "ab"])
 def test_refused_run_leaves_no_run(tmp_path: Path, loop: str, command: str) -> None:
-    """Preflight comes before the run is created: a device target that fails the safety
-    rules (here: mounted) is refused, and neither `run` nor `ab` leaves a run behind."""
+    """Preflight comes before the store is opened: a device target that fails the safety
+    rules (here: mounted) is refused, and neither `run` nor `ab` leaves a run behind — nor a
+    new store file where none was."""
     subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -153,5 +154,9 @@ def test_refused_run_leaves_no_run(tmp_path: Path, loop: str, command: str) -> N
     proc = run_cli(tmp_path, command, "-q", "--destroy-data", str(plan))
     assert proc.returncode == EXIT_REFUSED, proc.stderr
     assert proc.stderr.count("\n") == 1 and "mounted on" in proc.stderr
+    assert not (tmp_path / "s.db").exists()
+    open_store(str(tmp_path / "s.db")).close()  # an existing store gains no run either
+    proc = run_cli(tmp_path, command, "-q", "--destroy-data", str(plan))
+    assert proc.returncode == EXIT_REFUSED, proc.stderr
     with open_store(str(tmp_path / "s.db")) as store:
         assert store.runs() == []

@@ -62,9 +62,9 @@ def run_plan(
     from iolab.runs import lifecycle, plan_run
     from iolab.store import open_store
 
-    plan = load_plan(plan_path, profile)
+    checked = lifecycle.check(load_plan(plan_path, profile), destroy_data=destroy_data)
     with open_store(db) as store:
-        run = lifecycle.start(store, plan, label=label, tags=tags, destroy_data=destroy_data)
+        run = lifecycle.start(store, checked, label=label, tags=tags)
         return plan_run.execute(run, destroy_data=destroy_data, reporter=reporter)
 
 
@@ -89,18 +89,17 @@ def run_ab(
     from iolab.plan import load_plan
     from iolab.store import open_store
 
-    plan = load_plan(plan_path, profile)
+    checked = ab.run.check(load_plan(plan_path, profile), destroy_data=destroy_data)
     with open_store(db) as store:
         setup = ab.run.start(
             store,
-            plan,
+            checked,
             alpha=alpha,
             margin_pct=margin_pct,
             max_blocks=max_blocks,
             max_time_s=max_time_s,
             label=label,
             tags=tags,
-            destroy_data=destroy_data,
         )
         return ab.run.run(setup, reporter or SilentBlockReporter(), destroy_data=destroy_data)
 

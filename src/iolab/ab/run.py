@@ -62,9 +62,15 @@ def check_plan(plan: Plan) -> None:
         raise PlanError(f"{where}: no matrix cell holds the baseline and another variant")
 
 
+def check(plan: Plan, *, destroy_data: bool = False) -> lifecycle.Checked:
+    """Everything that can refuse an A/B of `plan`, before any store is opened."""
+    check_plan(plan)
+    return lifecycle.check(plan, kind="ab", destroy_data=destroy_data)
+
+
 def start(
     store: Store,
-    plan: Plan,
+    checked: lifecycle.Checked,
     *,
     alpha: float = 0.05,
     margin_pct: float = 1.0,
@@ -72,14 +78,15 @@ def start(
     max_time_s: float | None = None,
     label: str | None = None,
     tags: Mapping[str, str] | None = None,
-    destroy_data: bool = False,
 ) -> AbSetup:
-    """Check and preflight the plan, then create the ab run with its settings."""
-    check_plan(plan)
+    """Create the ab run of a checked plan (`check`) with its settings."""
+    if checked.kind != "ab":
+        raise ValueError(f"a plan checked for a {checked.kind} run, not for an A/B")
+    plan = checked.plan
     budget = max_blocks if max_blocks is not None else DEFAULT_MAX_BLOCKS
     settings = AbSettings(alpha, margin_pct, budget, budget, max_time_s)
     items = contrasts(plan, alpha, margin_pct, budget, budget)
-    run = lifecycle.start(store, plan, kind="ab", label=label, tags=tags, destroy_data=destroy_data)
+    run = lifecycle.start(store, checked, label=label, tags=tags)
     store.update_run_meta(run.run_id, settings.to_meta())
     return AbSetup(run, settings, items, 1)
 

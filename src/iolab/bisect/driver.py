@@ -121,37 +121,76 @@ def choose_kpi(plan: Plan, kpi: str | None) -> tuple[str, Direction]:
     return kpi, direction
 
 
-def start(store: Store, req: Request, *, destroy_data: bool = False) -> Setup:
-    """Check everything the user can get wrong, then create the run (the lab's preflight
-    first: a refused bisect leaves no run behind)."""
+@dataclass(frozen=True)
+class Checked:
+    """A bisect request that passed every check (`check`): the one case, the KPI, the
+    commits, and the plan's preflight."""
+
+    req: Request
+    case: Case
+    kpi: str
+    direction: Direction
+    repo: Path
+    good: str
+    bad: str
+    shas: list[str]  # good, then the candidates
+    plan: lifecycle.Checked
+
+
+def check(req: Request, *, destroy_data: bool = False) -> Checked:
+    """Everything the user can get wrong, before any store is opened (so a refused bisect
+    leaves neither a run nor a new store file behind)."""
     case = single_case(req.plan)
     kpi, direction = choose_kpi(req.plan, req.kpi)
     repo = req.repo.resolve()
     good = git.resolve(repo, req.good, "--good")
     bad = git.resolve(repo, req.bad, "--bad")
     shas = [good, *git.candidates(repo, good, bad)]
-    run = lifecycle.start(store, req.plan, kind=KIND, destroy_data=destroy_data)
-    run_id = run.run_id
-    cache = (req.cache or default_cache()).resolve() / f"run-{run_id}"
+    plan = lifecycle.check(req.plan, kind=KIND, destroy_data=destroy_data)
+    return Checked(req, case, kpi, direction, repo, good, bad, shas, plan)
+
+
+def start(store: Store, checked: Checked) -> Setup:
+    """Create the run of a checked request, with its settings in the run's meta."""
+    req = checked.req
+    run = lifecycle.start(store, checked.plan)
+    cache = (req.cache or default_cache()).resolve() / f"run-{run.run_id}"
     settings = {
-        "repo": str(repo),
-        "good": good,
-        "bad": bad,
-        "commits": shas,
+        "repo": str(checked.repo),
+        "good": checked.good,
+        "bad": checked.bad,
+        "commits": checked.shas,
         "build": list(req.build),
-        "kpi": kpi,
-        "direction": direction.value,
+        "kpi": checked.kpi,
+        "direction": checked.direction.value,
         "alpha": req.alpha,
         "margin_pct": req.margin_pct,
         "max_blocks": req.max_blocks,
         "search": req.search,
         "cache": str(cache),
     }
-    store.update_run_meta(run_id, {META: settings, "bisect_builds": {}})
+    store.update_run_meta(run.run_id, {META: settings, "bisect_builds": {}})
     engine = _engine(
-        len(shas) - 1, direction, req.alpha, req.margin_pct, req.max_blocks, req.search, kpi
+        len(checked.shas) - 1,
+        checked.direction,
+        req.alpha,
+        req.margin_pct,
+        req.max_blocks,
+        req.search,
+        checked.kpi,
     )
-    return Setup(run, req.plan, case, repo, shas, kpi, direction, req.build, cache, engine)
+    return Setup(
+        run,
+        req.plan,
+        checked.case,
+        checked.repo,
+        list(checked.shas),
+        checked.kpi,
+        checked.direction,
+        req.build,
+        cache,
+        engine,
+    )
 
 
 def _engine(

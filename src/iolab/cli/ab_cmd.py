@@ -122,23 +122,21 @@ def command(
     profile = profile_of(quick, profile)
     max_time_s = parse_duration(max_time) if max_time is not None else None
     tag_map = parse_tags(tags)
-    plan = None
+    checked = None
     if plan_path is not None:
-        plan = load_plan(plan_path, profile)
-        ab.run.check_plan(plan)
+        checked = ab.run.check(load_plan(plan_path, profile), destroy_data=destroy_data)
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
-        if plan is not None:
+        if checked is not None:
             setup = ab.run.start(
                 store,
-                plan,
+                checked,
                 alpha=alpha,
                 margin_pct=margin,
                 max_blocks=max_blocks,
                 max_time_s=max_time_s,
                 label=label,
                 tags=tag_map,
-                destroy_data=destroy_data,
             )
             opening = f"ab run {setup.run.run_id}"
         else:

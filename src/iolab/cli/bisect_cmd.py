@@ -167,29 +167,28 @@ def command(
         build_argv = tuple(shlex.split(build)) if build else ()
     except ValueError as e:
         raise IolabError(f"--build: {e}") from None
-    plan = load_plan(plan_path) if plan_path is not None else None
+    checked = None
+    if plan_path is not None:
+        assert repo is not None and good is not None and bad is not None
+        request = driver.Request(
+            plan=load_plan(plan_path),
+            repo=Path(repo),
+            good=good,
+            bad=bad,
+            build=build_argv,
+            kpi=kpi,
+            alpha=alpha,
+            margin_pct=margin,
+            max_blocks=max_runs,
+            cache=Path(cache) if cache else None,
+            search=search,
+        )
+        checked = driver.check(request, destroy_data=destroy_data)
     console = Console(stderr=True, soft_wrap=True)
     store = open_store(store_location(ctx), must_exist=resume is not None)
     try:
-        if plan is not None:
-            assert repo is not None and good is not None and bad is not None
-            setup = driver.start(
-                store,
-                driver.Request(
-                    plan=plan,
-                    repo=Path(repo),
-                    good=good,
-                    bad=bad,
-                    build=build_argv,
-                    kpi=kpi,
-                    alpha=alpha,
-                    margin_pct=margin,
-                    max_blocks=max_runs,
-                    cache=Path(cache) if cache else None,
-                    search=search,
-                ),
-                destroy_data=destroy_data,
-            )
+        if checked is not None:
+            setup = driver.start(store, checked)
         else:
             assert resume is not None
             setup = driver.resume(store, resume, destroy_data=destroy_data)

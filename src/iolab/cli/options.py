@@ -26,6 +26,7 @@ def store_location(ctx: click.Context) -> StoreLocation:
     obj = ctx.find_object(CliContext)
     return obj.store if obj is not None else StoreLocation.given()
 
+
 _TAG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*\Z")
 
 margin_option = click.option(

@@ -50,20 +50,20 @@ def command(
     """Run PLAN in the lab: its cases in randomized complete blocks, every sample stored
     with its metrics, evidence and provenance; the machine restored afterwards."""
     profile = profile_of(quick, profile)
-    # Everything the command line alone can get wrong fails before the store is opened.
+    # Everything the command line and the plan can get wrong fails before the store is opened.
     check_plan_or_resume(plan_path, resume)
     if resume is not None and (label is not None or tags):
         raise IolabError(f"--label and --tag name a new run; run {resume} keeps its own")
     tag_map = parse_tags(tags)
-    new_plan = load_plan(plan_path, profile) if plan_path is not None else None
-    with open_store(store_location(ctx)) as store:
-        if new_plan is None:
+    checked = None
+    if plan_path is not None:
+        checked = lifecycle.check(load_plan(plan_path, profile), destroy_data=destroy_data)
+    with open_store(store_location(ctx), must_exist=resume is not None) as store:
+        if checked is None:
             assert resume is not None
             run = lifecycle.reopen(store, resume, kind="lab", destroy_data=destroy_data)
         else:
-            run = lifecycle.start(
-                store, new_plan, label=label, tags=tag_map, destroy_data=destroy_data
-            )
+            run = lifecycle.start(store, checked, label=label, tags=tag_map)
         plan = run.plan
         if not quiet:
             Console(stderr=True, soft_wrap=True).print(

@@ -62,6 +62,7 @@ def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
 
 def aggregate_jobs(jobs: Sequence[Job]) -> tuple[dict[str, float], dict[str, Histogram]]:
     """Result-level metrics and histograms for a list of jobs, group by group."""
+
     def group_of(job: Job) -> int:
         return job.group if job.group is not None else 0  # fio's first group is 0
 

@@ -300,9 +300,7 @@ class LabSession:
                 state.filesystem = fs
             for n, dev in enumerate(devices):
                 point = filesystem.mountpoint_for(self.run_id, n)
-                mounts.append(
-                    filesystem.mount(journal, dev.path, point, fs.type, fs.mount_options)
-                )
+                mounts.append(filesystem.mount(journal, dev.path, point, fs.type, fs.mount_options))
         else:
             state.filesystem = None  # a raw workload overwrites whatever was there
         prepared = _Prepared(devices, workdir, mounts)

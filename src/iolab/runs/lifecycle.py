@@ -1,11 +1,12 @@
 """A run's life, once for every driver: preflight → claim → interrupts → finish, and resume.
 
-The order is the point: nothing is written to the store before the plan has passed the
-lab's preflight (safety rules of designated devices, tools present, monitors known), so a
-refused `iolab run` or `iolab ab` leaves no run behind; a resumed run is marked "running"
-again only when its blocks start (`running`), after its plan has been re-read, checked
-unchanged and preflighted.  `running` turns SIGTERM/SIGHUP into KeyboardInterrupt and
-records how the run ended, whatever happens.
+The order is the point: nothing is written to the store — nor is the store opened — before
+the plan has passed the lab's preflight (safety rules of designated devices, tools present,
+monitors known): `check` preflights and returns the `Checked` plan that `start` alone
+accepts, so a refused `iolab run` or `iolab ab` leaves no run and no new store file
+behind; a resumed run is marked "running" again only when its blocks start (`running`),
+after its plan has been re-read, checked unchanged and preflighted.  `running` turns
+SIGTERM/SIGHUP into KeyboardInterrupt and records how the run ended, whatever happens.
 """
 
 from __future__ import annotations
@@ -87,24 +88,38 @@ def claim(
     )
 
 
-def start(
-    store: Store,
-    plan: Plan,
-    *,
-    kind: str = "lab",
-    label: str | None = None,
-    tags: Mapping[str, str] | None = None,
-    destroy_data: bool = False,
-) -> OpenRun:
-    """Preflight the plan, then create its run (seed drawn when the plan has none)."""
+@dataclass(frozen=True)
+class Checked:
+    """A plan that passed the preflight for a new run of `kind`; made by `check` only."""
+
+    plan: Plan
+    kind: str
+    destroy_data: bool
+
+
+def check(plan: Plan, *, kind: str = "lab", destroy_data: bool = False) -> Checked:
+    """Everything that can refuse a new run, before any store is opened: `{src}`/`{rev}`
+    outside a bisect, then the lab's preflight."""
     if kind != "bisect" and _names_a_commit(plan):
         raise PlanError(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
     preflight(plan, destroy_data=destroy_data)
+    return Checked(plan, kind, destroy_data)
+
+
+def start(
+    store: Store,
+    checked: Checked,
+    *,
+    label: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> OpenRun:
+    """Create the run of a checked plan (seed drawn when the plan has none)."""
+    plan = checked.plan
     seed = plan.seed if plan.seed is not None else secrets.randbelow(2**31)
-    run_id = claim(store, plan, seed, kind=kind, label=label, tags=tags)
+    run_id = claim(store, plan, seed, kind=checked.kind, label=label, tags=tags)
     return OpenRun(store, plan, run_id, seed)
 
 
