@@ -68,7 +68,7 @@ time_based=1
 """
 
 BUILD = "sh build.sh"
-FAST_ARGS = ("--alpha", "0.2", "--max-runs", "20", "--margin", "25", "-q")
+FAST_ARGS = ("--alpha", "0.2", "--max-blocks", "20", "--margin", "25", "-q")
 
 
 def make_repo(
@@ -245,3 +245,34 @@ def test_unbuildable_commit_before_the_culprit_gives_a_range(
     # the build log is kept
     logs = list((tmp_path / "cache").glob(f"iolab/bisect/run-*/logs/{shas[9]}.log"))
     assert len(logs) == 1 and "sh build.sh" in logs[0].read_text()
+
+
+def test_api_bisect_finds_the_culprit(
+    lab: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Python face (`iolab.api.bisect`): the same bisect, the report the command renders,
+    kept in the run's meta as the command keeps it."""
+    from iolab import api
+
+    monkeypatch.setenv("IOLAB_JOURNAL_DIR", lab["IOLAB_JOURNAL_DIR"])
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 9, culprit=6)  # good = commit 1, 8 candidates
+    report = api.bisect(
+        str(write_plan(tmp_path)),
+        repo=repo,
+        good=shas[0],
+        bad=shas[-1],
+        db=lab["IOLAB_DB"],
+        build=("sh", "build.sh"),
+        alpha=0.2,
+        margin_pct=25,
+        max_blocks=20,
+        cache=tmp_path / "cache",
+    )
+    assert report.outcome.kind == "found", report.outcome.reason
+    culprit = report.commit(report.outcome.first)
+    assert culprit is not None and culprit.sha == shas[5]
+    with open_store(lab["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+    assert run.id == report.run_id and run.kind == "bisect" and run.status == "finished"
+    assert run.meta["bisect_result"]["culprit"]["sha"] == shas[5]

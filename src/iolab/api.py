@@ -2,14 +2,15 @@
 
 Each call opens the store it is given (a path, a SQLAlchemy URL, a `StoreLocation`, or None
 for $IOLAB_DB / the default file), does one job through the services (`iolab.runs`,
-`iolab.ab`, `iolab.analysis`) and closes the store again.  Errors are `IolabError`s with one
-line and an exit code (docs/exit-codes.md); nothing is printed.  Lab calls need root, as
-`iolab run` does, and restore the machine whatever happens.
+`iolab.ab`, `iolab.bisect`, `iolab.analysis`) and closes the store again.  Errors are
+`IolabError`s with one line and an exit code (docs/exit-codes.md); nothing is printed.  Lab
+calls need root, as `iolab run` does, and restore the machine whatever happens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iolab.store.location import StoreLocation
@@ -17,11 +18,13 @@ from iolab.store.location import StoreLocation
 if TYPE_CHECKING:
     from iolab.ab.loop import BlockReporter
     from iolab.ab.run import AbResult
+    from iolab.bisect.driver import Progress as BisectProgress
     from iolab.lab.runner import Reporter
     from iolab.model.history import History
     from iolab.model.regression import Regression
     from iolab.model.result import Result
     from iolab.model.sample import RunInfo, Sample
+    from iolab.report.bisect_model import BisectReport
     from iolab.report.model import Report
     from iolab.runs.plan_run import RunOutcome
     from iolab.stats.types import Correction
@@ -123,6 +126,75 @@ def resume_ab(
             store, run_id, max_blocks=max_blocks, max_time_s=max_time_s, destroy_data=destroy_data
         )
         return ab.run.run(setup, reporter or SilentBlockReporter(), destroy_data=destroy_data)
+
+
+def bisect(
+    plan_path: str,
+    *,
+    repo: str | Path,
+    good: str,
+    bad: str,
+    db: Db = None,
+    build: Sequence[str] = (),
+    kpi: str | None = None,
+    alpha: float = 0.05,
+    margin_pct: float = 1.0,
+    max_blocks: int = 300,
+    max_time_s: float | None = None,
+    search: str = "probabilistic",
+    cache: str | Path | None = None,
+    destroy_data: bool = False,
+    progress: BisectProgress | None = None,
+) -> BisectReport:
+    """`iolab bisect PLAN --repo R --good G --bad B`: which commit changed the KPI — found,
+    a range, no regression, or not known (docs/bisect.md) — as the report the command
+    renders; `report.outcome.kind` is the result.  `build` is the build command's argv."""
+    from iolab.bisect import driver
+    from iolab.bisect.summary import conclude
+    from iolab.plan import load_plan
+    from iolab.store import open_store
+
+    request = driver.Request(
+        plan=load_plan(plan_path),
+        repo=Path(repo),
+        good=good,
+        bad=bad,
+        build=tuple(build),
+        kpi=kpi,
+        alpha=alpha,
+        margin_pct=margin_pct,
+        max_blocks=max_blocks,
+        cache=Path(cache) if cache is not None else None,
+        search=search,
+    )
+    checked = driver.check(request, destroy_data=destroy_data)
+    with open_store(db) as store:
+        setup = driver.start(store, checked)
+        outcome, status = driver.run(
+            setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
+        )
+        return conclude(setup, outcome, status)
+
+
+def resume_bisect(
+    run_id: int,
+    *,
+    db: Db = None,
+    max_time_s: float | None = None,
+    destroy_data: bool = False,
+    progress: BisectProgress | None = None,
+) -> BisectReport:
+    """`iolab bisect --resume RUN`: its stored blocks replayed, then measured on."""
+    from iolab.bisect import driver
+    from iolab.bisect.summary import conclude
+    from iolab.store import open_store
+
+    with open_store(db, must_exist=True) as store:
+        setup = driver.resume(store, run_id, destroy_data=destroy_data)
+        outcome, status = driver.run(
+            setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
+        )
+        return conclude(setup, outcome, status)
 
 
 def compare(
@@ -229,6 +301,7 @@ def samples(
 
 
 __all__ = [
+    "bisect",
     "compare",
     "history",
     "import_files",
@@ -236,6 +309,7 @@ __all__ = [
     "parse",
     "regressions",
     "resume_ab",
+    "resume_bisect",
     "run_ab",
     "run_plan",
     "runs",

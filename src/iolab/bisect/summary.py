@@ -10,6 +10,7 @@ from iolab.bisect import git
 from iolab.bisect.driver import Setup
 from iolab.errors import SelectorError
 from iolab.model.bisect import GOOD, Outcome
+from iolab.report import bisect_json
 from iolab.report.bisect_model import BisectReport
 from iolab.report.model import Report
 from iolab.store.store import Store
@@ -64,3 +65,11 @@ def evidence(store: Store, setup: Setup, outcome: Outcome) -> Report | None:
         )
     except SelectorError:
         return None
+
+
+def conclude(setup: Setup, outcome: Outcome, status: str) -> BisectReport:
+    """The report of a finished (or stopped) bisect, also kept in its run's meta so that
+    `iolab report` and the site can show it later without measuring again."""
+    report = build_report(evidence(setup.store, setup, outcome), setup, outcome, status)
+    setup.store.update_run_meta(setup.run_id, {"bisect_result": bisect_json.to_json(report)})
+    return report

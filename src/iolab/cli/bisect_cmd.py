@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 
 from iolab.bisect import driver
-from iolab.bisect.summary import build_report, evidence
+from iolab.bisect.summary import conclude
 from iolab.bisect.target import Prepared
 from iolab.cli.options import (
     check_levels,
@@ -51,7 +51,7 @@ _RUN_OPTIONS = {
     "kpi": "--kpi",
     "alpha": "--alpha",
     "margin": "--margin",
-    "max_runs": "--max-runs",
+    "max_blocks": "--max-blocks",
     "search": "--search",
     "cache": "--cache",
 }
@@ -99,13 +99,15 @@ class ConsoleProgress(driver.Progress):
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Error rate.")
 @margin_option
 @click.option(
+    "--max-blocks",
     "--max-runs",
-    "max_runs",
+    "max_blocks",
     type=click.IntRange(min=6),
     default=300,
     show_default=True,
     metavar="N",
-    help="At most N blocks per test (the ends, each step, the verification).",
+    help="At most N blocks per test (the ends, each step, the verification).  "
+    "--max-runs is an older name.",
 )
 @click.option("--max-time", default=None, metavar="DURATION", help="Stop after this long.")
 @click.option(
@@ -145,7 +147,7 @@ def command(
     kpi: str | None,
     alpha: float,
     margin: float,
-    max_runs: int,
+    max_blocks: int,
     max_time: str | None,
     search: str,
     cache: str | None,
@@ -179,7 +181,7 @@ def command(
             kpi=kpi,
             alpha=alpha,
             margin_pct=margin,
-            max_blocks=max_runs,
+            max_blocks=max_blocks,
             cache=Path(cache) if cache else None,
             search=search,
         )
@@ -212,8 +214,7 @@ def command(
                 err=True,
             )
             sys.exit(EXIT_INTERRUPTED)
-        report = build_report(evidence(store, setup, outcome), setup, outcome, status)
-        store.update_run_meta(setup.run_id, {"bisect_result": bisect_json.to_json(report)})
+        report = conclude(setup, outcome, status)
     finally:
         store.close()
     renderers = {
