@@ -12,6 +12,7 @@ demo: deps
 
 lint: deps
 	.venv/bin/ruff check src tests bench
+	.venv/bin/ruff format --check src tests bench
 	.venv/bin/mypy && .venv/bin/mypy bench tests
 
 clean:

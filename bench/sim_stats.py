@@ -248,6 +248,7 @@ def main() -> None:
     # ab at budgets of 1, 1.5 and 2 times the U test's n: the budget is a cap the user sets
     # (and it sizes the stake grid), so the table shows what each cap buys
     ab_budgets = (n_u, (3 * n_u) // 2, 2 * n_u)
+
     def ab_runner(budget: int) -> Callable[[float], tuple[str, int]]:
         return lambda shift: run_ab(blocks, shift, budget, args.margin)
 

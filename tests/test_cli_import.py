@@ -24,8 +24,7 @@ TABLES = ("runs", "run_tags", "samples", "metrics", "histograms")
 
 
 def iolab(db: Path, *args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, ["--db", str(db), *args], input=input,
-                              env={"COLUMNS": "250"})
+    return CliRunner().invoke(cli, ["--db", str(db), *args], input=input, env={"COLUMNS": "250"})
 
 
 def one_line_error(result: Result) -> str:
@@ -42,8 +41,7 @@ def row_counts(db: Path) -> dict[str, int]:
     engine = create_engine(f"sqlite:///{db}")
     try:
         with engine.connect() as conn:
-            return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
-                    for t in TABLES}
+            return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in TABLES}
     finally:
         engine.dispose()
 
@@ -55,8 +53,18 @@ def db(tmp_path: Path) -> Path:
 
 def test_import_then_results(db: Path) -> None:
     parsed = parse_source(RANDREAD) + parse_source(TWO_GROUPS)
-    result = iolab(db, "import", RANDREAD, TWO_GROUPS, "--label", "baseline",
-                   "--tag", "kernel=6.1.0", "--tag", "fs=ext4")
+    result = iolab(
+        db,
+        "import",
+        RANDREAD,
+        TWO_GROUPS,
+        "--label",
+        "baseline",
+        "--tag",
+        "kernel=6.1.0",
+        "--tag",
+        "fs=ext4",
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == (
         f"imported {len(parsed)} results from 2 files as run 1 (label baseline)"
@@ -65,8 +73,12 @@ def test_import_then_results(db: Path) -> None:
     runs = json.loads(iolab(db, "results", "--json").stdout)
     assert len(runs) == 1
     run = runs[0]
-    assert (run["id"], run["kind"], run["label"], run["status"]) == (1, "import", "baseline",
-                                                                      "finished")
+    assert (run["id"], run["kind"], run["label"], run["status"]) == (
+        1,
+        "import",
+        "baseline",
+        "finished",
+    )
     assert run["tags"] == {"fs": "ext4", "kernel": "6.1.0"}
     assert (run["n_samples"], run["n_failed"]) == (len(parsed), 0)
 
@@ -109,8 +121,9 @@ def test_a_bad_file_stores_nothing(db: Path, tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(bytes(range(256)) * 8)
     for bad in (truncated, garbage, tmp_path / "missing.json"):
-        line = one_line_error(iolab(db, "import", TWO_GROUPS, str(bad), RANDREAD,
-                                    "--label", "second"))
+        line = one_line_error(
+            iolab(db, "import", TWO_GROUPS, str(bad), RANDREAD, "--label", "second")
+        )
         assert str(bad) in line
         assert row_counts(db) == before
 
@@ -163,11 +176,21 @@ def test_real_process_with_iolab_db(tmp_path: Path) -> None:
     """The installed entry point, the store location from $IOLAB_DB."""
     env: dict[str, Any] = {**os.environ, "IOLAB_DB": str(tmp_path / "env.db")}
     env.pop("IOLAB_DEBUG", None)
-    done = subprocess.run([sys.executable, "-m", "iolab", "import", RANDREAD, "--label", "p"],
-                          env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "iolab", "import", RANDREAD, "--label", "p"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
-    listed = subprocess.run([sys.executable, "-m", "iolab", "results", "--json"],
-                            env=env, capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        [sys.executable, "-m", "iolab", "results", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert [r["label"] for r in json.loads(listed.stdout)] == ["p"]
 
 
@@ -178,7 +201,13 @@ def test_lab_run_kpis_recorded_by_the_runner_become_columns() -> None:
     from iolab.cli.results_cmd import kpi_columns
     from iolab.model.sample import RunInfo, Sample
 
-    run = RunInfo(id=1, kind="lab", label=None, status="finished", created_at=datetime.now(UTC),
-                  meta={"kpis": [{"metric": "write.bw_bytes", "direction": "higher"}]})
+    run = RunInfo(
+        id=1,
+        kind="lab",
+        label=None,
+        status="finished",
+        created_at=datetime.now(UTC),
+        meta={"kpis": [{"metric": "write.bw_bytes", "direction": "higher"}]},
+    )
     sample = Sample(run_id=1, metrics={"write.bw_bytes": 1.0, "write.iops": 2.0})
     assert kpi_columns(run, [sample]) == ["write.bw_bytes"]

@@ -148,8 +148,7 @@ def test_refused_run_leaves_no_run(tmp_path: Path, loop: str, command: str) -> N
     subprocess.run(["mount", loop, str(mnt)], check=True)
     plan = plan_on(tmp_path, loop)
     plan.write_text(
-        plan.read_text()
-        + "variants:\n  a: {}\n  b: {knobs: {vm.dirty_ratio: 30}}\nbaseline: a\n"
+        plan.read_text() + "variants:\n  a: {}\n  b: {knobs: {vm.dirty_ratio: 30}}\nbaseline: a\n"
     )
     proc = run_cli(tmp_path, command, "-q", "--destroy-data", str(plan))
     assert proc.returncode == EXIT_REFUSED, proc.stderr

@@ -96,9 +96,7 @@ def _fio(mountpoint: Path) -> None:
 def _children_named(comm: str) -> list[int]:
     """Live (not zombie) processes whose parent is this test process and whose name is comm."""
     me = os.getpid()
-    return [
-        p.pid for p in process_stats() if p.comm == comm and p.ppid == me and p.state != "Z"
-    ]
+    return [p.pid for p in process_stats() if p.comm == comm and p.ppid == me and p.state != "Z"]
 
 
 def _our_trace_instances(pid: int | None = None) -> list[str]:

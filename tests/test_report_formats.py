@@ -456,7 +456,7 @@ def test_many_exact_buckets_are_shown_in_power_of_two_ranges() -> None:
         ("512-1023", 0, 20),
     ]
     assert shown[2].share_b == pytest.approx(1.0)
-    few = exact[: MAX_BUCKET_ROWS]
+    few = exact[:MAX_BUCKET_ROWS]
     assert display_buckets(few) == few
     ranges = [
         HistogramBucket(f"{2**k}-{2 ** (k + 1) - 1}", k + 1, 1, 0.01, 0.01) for k in range(20)

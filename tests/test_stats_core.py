@@ -231,6 +231,7 @@ def test_runs_needed_never_promises_fewer_runs_than_the_rank_test_needs() -> Non
     assert min_reachable_n(0.05, paired=True) == 6
     assert min_reachable_n(0.05, paired=False) == 4
     # a huge shift with 3 pairs still needs 3 more pairs before p can reach 0.05
-    extra = runs_needed(n_now=3, log_sd=0.01, log_shift=0.5, margin_log=0.01, alpha=0.05,
-                        paired=True)
+    extra = runs_needed(
+        n_now=3, log_sd=0.01, log_shift=0.5, margin_log=0.01, alpha=0.05, paired=True
+    )
     assert extra == 3

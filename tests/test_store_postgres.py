@@ -29,11 +29,25 @@ def pg_location() -> Iterator[str]:
 def _type_family(column_type: Any) -> str:
     """The generic kind of a reflected column type (backends name them differently)."""
     name = type(column_type).__name__.upper()
-    for family in ("BIGINT", "INT", "CHAR", "TEXT", "TIMESTAMP", "DATETIME", "JSON", "FLOAT",
-                   "DOUBLE", "REAL"):
+    for family in (
+        "BIGINT",
+        "INT",
+        "CHAR",
+        "TEXT",
+        "TIMESTAMP",
+        "DATETIME",
+        "JSON",
+        "FLOAT",
+        "DOUBLE",
+        "REAL",
+    ):
         if family in name:
-            return {"DATETIME": "TIMESTAMP", "DOUBLE": "FLOAT", "REAL": "FLOAT",
-                    "INT": "INTEGER"}.get(family, family)
+            return {
+                "DATETIME": "TIMESTAMP",
+                "DOUBLE": "FLOAT",
+                "REAL": "FLOAT",
+                "INT": "INTEGER",
+            }.get(family, family)
     return name
 
 
@@ -47,8 +61,13 @@ def _shape(engine: Engine) -> dict[str, Any]:
         ]
         pk = insp.get_pk_constraint(table)
         fks = sorted(
-            (fk["name"], tuple(fk["constrained_columns"]), fk["referred_table"],
-             tuple(fk["referred_columns"]), (fk.get("options") or {}).get("ondelete"))
+            (
+                fk["name"],
+                tuple(fk["constrained_columns"]),
+                fk["referred_table"],
+                tuple(fk["referred_columns"]),
+                (fk.get("options") or {}).get("ondelete"),
+            )
             for fk in insp.get_foreign_keys(table)
         )
         indexes = sorted(
@@ -67,9 +86,17 @@ def _shape(engine: Engine) -> dict[str, Any]:
 def test_same_schema_on_sqlite_and_postgres(pg_location: str, tmp_path: Path) -> None:
     with open_store(str(tmp_path / "s.db")) as lite, open_store(pg_location) as pg:
         lite_shape, pg_shape = _shape(lite.engine), _shape(pg.engine)
-    assert set(lite_shape) == {"runs", "run_tags", "samples", "metrics", "histograms",
-                               "regressions", "regression_events", "regression_keys",
-                               "iolab_schema_version"}
+    assert set(lite_shape) == {
+        "runs",
+        "run_tags",
+        "samples",
+        "metrics",
+        "histograms",
+        "regressions",
+        "regression_events",
+        "regression_keys",
+        "iolab_schema_version",
+    }
     assert lite_shape == pg_shape
 
 
@@ -81,8 +108,9 @@ def test_timestamps_are_utc_whatever_the_session_zone(pg_location: str) -> None:
     started = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     with open_store(zoned.render_as_string(hide_password=False)) as store:
         run_id = store.create_run("lab")
-        store.add_sample(Sample(run_id=run_id, started_at=started,
-                                finished_at=started + timedelta(seconds=1)))
+        store.add_sample(
+            Sample(run_id=run_id, started_at=started, finished_at=started + timedelta(seconds=1))
+        )
         [sample] = store.samples(run_id=run_id)
         run = store.run(run_id)
     assert sample.started_at == started and sample.started_at.utcoffset() == timedelta(0)

@@ -58,9 +58,7 @@ def main() -> int:
     languages: list[str] = []
     for mo in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/coreutils.mo")):
         lang = mo.split("/")[4]
-        po = subprocess.run(
-            ["msgunfmt", mo], capture_output=True, text=True, check=True
-        ).stdout
+        po = subprocess.run(["msgunfmt", mo], capture_output=True, text=True, check=True).stdout
         found = False
         for entry in entries(po):
             kind = WANTED.get(entry.get("msgid", ""))
