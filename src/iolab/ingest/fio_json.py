@@ -26,6 +26,42 @@ from iolab.model.result import Histogram, Job, Result
 _DIRECTIONS = ("read", "write", "trim", "mixed")
 _LATENCIES = ("clat", "lat", "slat")
 _ALL_CLIENTS = "All clients"
+_INF = math.inf
+# (JSON key, metric name) tables built once, not per document: an import reads thousands of
+# documents with the same ~100 keys, and building the names was much of the parse time.
+Fields = tuple[tuple[str, str], ...]
+_DIRECTION_FIELDS: dict[str, Fields] = {
+    ddir: tuple(
+        (key, f"{ddir}.{metric}")
+        for key, metric in (
+            ("iops", "iops"),
+            ("runtime", "runtime_ms"),
+            ("total_ios", "total_ios"),
+            ("short_ios", "short_ios"),
+        )
+    )
+    for ddir in _DIRECTIONS
+}
+# per direction (and sync): (kind, its fio 3.x key, metric prefix, min/max/mean/stddev fields)
+_LATENCY_FIELDS: dict[str, tuple[tuple[str, str, str, Fields], ...]] = {
+    ddir: tuple(
+        (
+            kind,
+            f"{kind}_ns",
+            f"{ddir}.{kind}_ns",
+            tuple((stat, f"{ddir}.{kind}_ns.{stat}") for stat in ("min", "max", "mean", "stddev")),
+        )
+        for kind in _LATENCIES
+    )
+    for ddir in (*_DIRECTIONS, "sync")
+}
+_CPU_FIELDS: Fields = (
+    ("usr_cpu", "cpu.usr_pct"),
+    ("sys_cpu", "cpu.sys_pct"),
+    ("ctx", "cpu.ctx"),
+    ("majf", "cpu.majf"),
+    ("minf", "cpu.minf"),
+)
 # A JSON object starts on its own line (fio prints `{` in column 0); text may precede it.
 _OBJECT_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
 # fio prints C's `nan`/`inf` for undefined floats; Python's json wants NaN/Infinity.
@@ -234,16 +270,7 @@ def _job(raw: dict[str, Any], source: str, units: _Units, ambiguous: set[str]) -
             metrics["sync.total_ios"] = total
         # fio 3.33 reports total_ios 0 for fdatasync while lat_ns.N counts the calls
         _latencies(sync, "sync", metrics, histograms)
-    for key, metric in (
-        ("usr_cpu", "cpu.usr_pct"),
-        ("sys_cpu", "cpu.sys_pct"),
-        ("ctx", "cpu.ctx"),
-        ("majf", "cpu.majf"),
-        ("minf", "cpu.minf"),
-    ):
-        value = _num(raw, key)
-        if value is not None:
-            metrics[metric] = value
+    _copy_numbers(raw, _CPU_FIELDS, 1.0, metrics)
     groupid = raw.get("groupid")
     return Job(
         name=name,
@@ -281,15 +308,7 @@ def _direction(
         bw_bytes = None if bw_kib is None else bw_kib * 1024
     if bw_bytes is not None:
         metrics[f"{ddir}.bw_bytes"] = bw_bytes
-    for key, metric in (
-        ("iops", "iops"),
-        ("runtime", "runtime_ms"),
-        ("total_ios", "total_ios"),
-        ("short_ios", "short_ios"),
-    ):
-        value = _num(block, key)
-        if value is not None:
-            metrics[f"{ddir}.{metric}"] = value
+    _copy_numbers(block, _DIRECTION_FIELDS[ddir], 1.0, metrics)
     _latencies(block, ddir, metrics, histograms)
 
 
@@ -312,30 +331,24 @@ def _latencies(
     metrics: dict[str, float],
     histograms: dict[str, Histogram],
 ) -> None:
-    for kind in _LATENCIES:
-        if isinstance(block.get(f"{kind}_ns"), dict):
-            stats, scale = block[f"{kind}_ns"], 1.0
-        elif isinstance(block.get(kind), dict):
-            stats, scale = block[kind], 1000.0  # fio 2.x: microseconds
-        else:
-            continue
+    for kind, ns_key, prefix, stat_fields in _LATENCY_FIELDS[ddir]:
+        stats = block.get(ns_key)
+        scale = 1.0
+        if not isinstance(stats, dict):
+            stats = block.get(kind)
+            if not isinstance(stats, dict):
+                continue
+            scale = 1000.0  # fio 2.x: microseconds
         samples = _num(stats, "N")
         if samples == 0 or (samples is None and not _num(stats, "max") and not _num(stats, "mean")):
             continue  # fio writes zeros for latencies it did not measure (slat with psync)
-        prefix = f"{ddir}.{kind}_ns"
-        for key, stat in (("min", "min"), ("max", "max"), ("mean", "mean"), ("stddev", "stddev")):
-            value = _scaled(_num(stats, key), scale)
-            if value is not None:
-                metrics[f"{prefix}.{stat}"] = value
+        _copy_numbers(stats, stat_fields, scale, metrics)
         percentiles = stats.get("percentile")
         if isinstance(percentiles, dict):
-            for key, value in percentiles.items():
-                name = _percentile_metric(prefix, key)
-                if name is None:
-                    continue  # fio 2.x pads the list with "0.00": 0
-                number = _scaled(_as_number(value), scale)
-                if number is not None:
-                    metrics[name] = number
+            # fio 2.x pads the list with "0.00": 0, which names no percentile
+            _copy_numbers(
+                percentiles, _percentile_fields(prefix, tuple(percentiles)), scale, metrics
+            )
         bins = stats.get("bins")
         if isinstance(bins, dict):
             hist = _bins(bins, scale)
@@ -343,10 +356,38 @@ def _latencies(
                 histograms[prefix] = hist
 
 
+def _copy_numbers(
+    source: dict[str, Any], fields: Fields, scale: float, metrics: dict[str, float]
+) -> None:
+    """metrics[name] = source[key] × scale for each (key, name) of `fields` whose value is a
+    finite number (a unit change that overflows the doubles drops it, as a corrupt figure)."""
+    for key, name in fields:
+        value: Any = source.get(key)
+        kind = type(value)
+        if kind is float or kind is int:  # what fio writes: no helper calls
+            number = value * scale
+            if -_INF < number < _INF:
+                metrics[name] = number
+        elif value is not None:
+            slow = _scaled(_as_number(value), scale)
+            if slow is not None:
+                metrics[name] = slow
+
+
 def _bins(bins: dict[str, Any], scale: float) -> Histogram:
     """json+ bins → {value: count}.  fio 2.3–2.19 keyed them by bucket index and said how
     the buckets are laid out (FIO_IO_U_PLAT_BITS); later versions key them by value.
     (Written for speed: a json+ file has hundreds of bins per direction.)"""
+    if "FIO_IO_U_PLAT_BITS" not in bins:
+        common = _value_keyed_bins(bins, scale)
+        if common is not None:
+            return common
+    return _careful_bins(bins, scale)
+
+
+def _careful_bins(bins: dict[str, Any], scale: float) -> Histogram:
+    """`_bins` of any form, bin by bin: counts that are not positive numbers, keys that
+    are not finite values ≥ 0 are left out; bins that land on one value are added up."""
     plat_bits = _as_number(bins.get("FIO_IO_U_PLAT_BITS"))
     hist: dict[float, int] = {}
     for key, raw_count in bins.items():
@@ -373,11 +414,38 @@ def _bins(bins: dict[str, Any], scale: float) -> Histogram:
     return hist
 
 
-@lru_cache(maxsize=4096)
+def _value_keyed_bins(bins: dict[str, Any], scale: float) -> Histogram | None:
+    """`_bins` of the common form (fio 2.20+: keyed by value, every count a positive int, no
+    two keys for one value) in a few passes in C; None when anything is unusual, for the
+    careful loop to decide."""
+    try:
+        values = list(map(float, bins))
+    except ValueError:
+        return None
+    counts = list(bins.values())
+    if not values:
+        return {}
+    if set(map(type, counts)) != {int} or min(counts) <= 0:
+        return None
+    # a NaN makes the sum NaN and an infinity makes it infinite: both fail `< inf`
+    if not sum(values) < _INF or min(values) < 0 or not max(values) * scale < _INF:
+        return None
+    hist = dict(zip(map(scale.__mul__, values), counts, strict=True))
+    return hist if len(hist) == len(counts) else None
+
+
+@lru_cache(maxsize=1024)
+def _percentile_fields(prefix: str, keys: tuple[str, ...]) -> Fields:
+    """(key, metric name) for fio's percentile keys under `prefix`, keys that name no
+    percentile left out.  Cached by the whole key list: every file of an import repeats
+    the same few lists, so a document costs one lookup, not one per percentile."""
+    fields = ((key, _percentile_metric(prefix, key)) for key in keys)
+    return tuple((key, name) for key, name in fields if name is not None)
+
+
 def _percentile_metric(prefix: str, key: str) -> str | None:
     """`read.clat_ns` + "99.900000" → `read.clat_ns.p99.9`; None for a key that is not a
-    percentile in (0, 100].  Cached: every file repeats the same few dozen (prefix, key)
-    pairs, and an import reads thousands of files."""
+    percentile in (0, 100]."""
     p = _float_key(key)
     if p is None or p <= 0 or p > 100:
         return None
