@@ -12,8 +12,9 @@ import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import chain, islice
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     Connection,
@@ -28,11 +29,11 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DatabaseError, IntegrityError
+from sqlalchemy.exc import DatabaseError, DBAPIError, IntegrityError
 
 from iolab.errors import RefusedError, StoreError
 from iolab.model.result import Result
-from iolab.model.sample import RunInfo, Sample, case_key, cell_key
+from iolab.model.sample import RunInfo, Sample, case_key
 from iolab.store import convert
 from iolab.store.engine import WRITE_OPTION
 from iolab.store.schema import histograms, metrics, run_tags, runs, samples
@@ -199,18 +200,39 @@ class Store:
             return sample_id
 
     def import_results(
-        self, results: Sequence[Result], label: str, tags: Mapping[str, str] | None = None
+        self, results: Iterable[Result], label: str, tags: Mapping[str, str] | None = None
     ) -> int:
-        """One "import" run holding one sample per Result — all of them or, on error, none."""
-        if not results:
+        """One "import" run holding one sample per Result — all of them or, on error, none.
+
+        `results` may be an iterator still producing them: they are stored 500 at a time as
+        they come, and an exception it raises rolls the whole import back like any other."""
+        return self.import_batches(
+            (convert.import_batch(chunk) for chunk in _batches(results, _SAMPLE_BATCH)),
+            label,
+            tags,
+        )
+
+    def import_batches(
+        self,
+        batches: Iterable[convert.ImportBatch],
+        label: str,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
+        """`import_results` of results already made into rows (convert.import_batch), e.g.
+        by the process that parses the files while this one stores them."""
+        pending = iter(batches)
+        first = next(pending, None)  # nothing at all: refused before the store is written
+        if first is None:
             raise StoreError("nothing to import: no results")
         with self._session(write=True) as session:
             run_id = self._insert_run(
                 session, "import", label, tags, None, None, None, socket.gethostname(), None
             )
-            self._insert_samples(
-                session, [convert.sample_from_result(result, run_id) for result in results]
-            )
+            stored = 0
+            for batch in chain([first], pending):
+                stored += self._insert_batch(session, run_id, batch)
+            if not stored:
+                raise StoreError("nothing to import: no results")  # rolled back
             session.execute(
                 update(runs)
                 .where(runs.c.id == run_id)
@@ -272,29 +294,24 @@ class Store:
         return int(run_id)
 
     @staticmethod
-    def _insert_samples(conn: Connection, new: Sequence[Sample]) -> list[int]:
-        """Many samples in few statements: one multi-row INSERT … RETURNING for the samples,
-        then their metrics and bins in batches of executemany.  Core inserts, not the ORM's
-        unit of work: the per-row bookkeeping of ORM bulk inserts was most of an import's
-        time (bench/import_speed.py)."""
-        for sample in new:
-            if sample.status not in SAMPLE_STATUSES:
-                raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
-        ids: list[int] = []
-        for chunk in _batches(new, _SAMPLE_BATCH):
-            returned = conn.execute(
-                insert(samples).returning(samples.c.id, sort_by_parameter_order=True),
-                [_sample_values(sample) for sample in chunk],
-            )
-            ids.extend(int(row[0]) for row in returned)
-        metrics = _BulkRows(conn, "metrics", ("sample_id", "job", "name", "value"))
-        bins = _BulkRows(conn, "histograms", ("sample_id", "job", "name", "bin", "count"))
-        for sample_id, sample in zip(ids, new, strict=True):
-            metrics.extend(convert.metric_tuples(sample_id, sample))
-            bins.extend(convert.histogram_tuples(sample_id, sample))
-        metrics.flush()
-        bins.flush()
-        return ids
+    def _insert_batch(conn: Connection, run_id: int, batch: convert.ImportBatch) -> int:
+        """A batch of import samples in three statements: one multi-row INSERT … RETURNING
+        for the samples, the driver's executemany for their metrics and for their bins (Core
+        and plain tuples, not the ORM's per-row bookkeeping, which was most of an import's
+        time: bench/import_speed.py).  How many samples."""
+        if not batch.samples:
+            return 0
+        rows = [{**values, "run_id": run_id} for values in batch.samples]
+        for row in rows:
+            if row["status"] not in SAMPLE_STATUSES:
+                raise ValueError(f"sample status {row['status']!r} is not one of {SAMPLE_STATUSES}")
+        returned = conn.execute(
+            insert(samples).returning(samples.c.id, sort_by_parameter_order=True), rows
+        )
+        ids = [int(row[0]) for row in returned]
+        _insert_indexed(conn, "metrics", convert.METRIC_COLUMNS, ids, batch.metrics)
+        _insert_indexed(conn, "histograms", convert.HISTOGRAM_COLUMNS, ids, batch.histograms)
+        return len(ids)
 
     @staticmethod
     def _insert_sample(session: Connection, sample: Sample) -> int:
@@ -302,7 +319,7 @@ class Store:
             raise ValueError(f"sample status {sample.status!r} is not one of {SAMPLE_STATUSES}")
         sample_id = int(
             session.execute(
-                insert(samples).values(**_sample_values(sample)).returning(samples.c.id)
+                insert(samples).values(**convert.sample_values(sample)).returning(samples.c.id)
             ).scalar_one()
         )
         metric_rows = convert.metric_rows(sample_id, sample)
@@ -546,58 +563,48 @@ def _sample(row: Row[Any], label: str | None, with_jobs: bool) -> Sample:
 _SAMPLE_BATCH = 500  # samples per INSERT … RETURNING
 
 
-class _BulkRows:
-    """Rows for one table sent with the driver's executemany in batches: plain tuples and one
-    prepared statement, without SQLAlchemy's per-row parameter processing (the columns are
-    plain numbers and strings, nothing to convert)."""
+def _insert_indexed(
+    conn: Connection,
+    table: str,
+    columns: tuple[str, ...],
+    ids: Sequence[int],
+    rows: convert.Columns,
+) -> None:
+    """Rows whose first value indexes `ids`, with the DB-API's own executemany, fed by an
+    iterator (no list of a million tuples, no per-row parameter processing: plain numbers
+    and strings).  The ids of one INSERT … RETURNING are consecutive in practice (SQLite
+    under the write lock, a sequence nobody else draws from at that moment): then the
+    database adds the first id to each index; otherwise each row gets its id here."""
+    if not len(rows):
+        return
+    style = conn.dialect.paramstyle
+    if style not in ("qmark", "format", "pyformat"):
+        raise ValueError(f"unsupported DB-API paramstyle {style!r}")
+    marks = ["?" if style == "qmark" else "%s"] * len(columns)
+    first = ids[0]
+    params: Iterator[tuple[Any, ...]]
+    if ids == list(range(first, first + len(ids))):
+        marks[0] = f"{marks[0]} + {int(first)}"
+        params = rows.rows()
+    else:
+        params = ((ids[index], *rest) for index, *rest in rows.rows())
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    cursor = conn.connection.cursor()  # the transaction's own connection
+    # PEP 249 asks for a sequence; sqlite3 takes any iterable, and the iterator saves
+    # building a million tuples at once
+    batch = (
+        cast("Sequence[Sequence[Any]]", params) if conn.dialect.name == "sqlite" else list(params)
+    )
+    try:
+        cursor.executemany(sql, batch)
+    except dbapi_error as exc:  # as SQLAlchemy would raise it: _session makes it one line
+        raise DBAPIError.instance(sql, None, exc, dbapi_error) from None
+    finally:
+        cursor.close()
 
-    def __init__(self, conn: Connection, table: str, columns: tuple[str, ...]) -> None:
-        style = conn.dialect.paramstyle
-        if style not in ("qmark", "format", "pyformat"):
-            raise ValueError(f"unsupported DB-API paramstyle {style!r}")
-        marks = ", ".join(["?" if style == "qmark" else "%s"] * len(columns))
-        self.sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
-        self.conn = conn
-        self.rows: list[tuple[Any, ...]] = []
 
-    def extend(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        self.rows.extend(rows)
-        if len(self.rows) >= _ROW_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.rows:
-            self.conn.exec_driver_sql(self.sql, self.rows)
-            self.rows = []
-
-
-_ROW_BATCH = 20_000  # metric or bin rows per executemany (bounded memory)
-
-
-def _batches(items: Sequence[Sample], size: int) -> Iterator[Sequence[Sample]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _sample_values(sample: Sample) -> dict[str, Any]:
-    """The `samples` row of a sample, as column → value (what _insert_sample stores)."""
-    return {
-        "run_id": sample.run_id,
-        "variant": sample.variant,
-        "cell": dict(sample.cell),
-        "cell_key": cell_key(sample.cell),
-        "case_key": sample.case_key,
-        "block": sample.block,
-        "position": sample.position,
-        "status": sample.status,
-        "reason": sample.reason,
-        "tool": sample.tool,
-        "tool_version": sample.tool_version,
-        "format": sample.format,
-        "source": sample.source,
-        "caption": sample.caption,
-        "started_at": sample.started_at,
-        "finished_at": sample.finished_at,
-        "provenance": dict(sample.provenance),
-        "jobs": list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
-    }
+def _batches(items: Iterable[Result], size: int) -> Iterator[list[Result]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
