@@ -40,6 +40,11 @@ class IngestError(IolabError):
         self.source = source
         self.reason = message
 
+    def __reduce__(self) -> tuple[type[IngestError], tuple[str, str]]:
+        """Pickled as (source, message): files parsed in a second process (ingest.background)
+        raise their error in the one that reports it."""
+        return (type(self), (self.source, self.reason))
+
 
 class PlanError(IolabError):
     """An invalid plan file; the message points at the key and its line."""

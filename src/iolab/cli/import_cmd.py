@@ -1,18 +1,24 @@
-"""`iolab import FILE… --label L [--tag key=value…]`: parse every file, then store them all.
+"""`iolab import FILE… --label L [--tag key=value…]`: parse every file, store them all.
 
-Parsing comes first and storing second, in one transaction: one bad file means nothing is
-stored, so a re-run after fixing it does not leave half an import behind.
+Everything is stored in one transaction: one bad file means nothing is stored, so a re-run
+after fixing it does not leave half an import behind.  A few files are parsed before the
+store is opened; many (ingest.background.worth_it) are parsed by a second process while
+this one stores them, and the store is opened once the first of them parsed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import chain
 
 import click
 
 from iolab.cli.options import parse_tags, store_location
 from iolab.errors import IolabError
+from iolab.ingest import background
 from iolab.ingest.detect import parse_source
-from iolab.model.result import Result
 from iolab.store import open_store
+from iolab.store.convert import ImportBatch
 from iolab.textsafe import shown
 
 
@@ -31,12 +37,33 @@ def command(
     if len(label) > 200:
         raise IolabError("--label is longer than 200 characters")
     tag_map = parse_tags(tags)
-    results: list[Result] = []
-    for path in files:
-        results.extend(parse_source(path))
-    with open_store(store_location(ctx)) as store:
-        run_id = store.import_results(results, label, tag_map)
+    if background.worth_it(files):
+        with background.parsed_in_background(files) as parsing:
+            # the first chunk of files is parsed before the store is opened: a bad file
+            # there (a wrong directory, say) must not create a store
+            first = next(parsing, None)
+            counted = _Counted(chain([] if first is None else [first], parsing))
+            with open_store(store_location(ctx)) as store:
+                run_id = store.import_batches(counted, label, tag_map)
+            found = counted.count
+    else:
+        results = [result for path in files for result in parse_source(path)]
+        with open_store(store_location(ctx)) as store:
+            run_id = store.import_results(results, label, tag_map)
+        found = len(results)
     click.echo(
-        f"imported {len(results)} results from {len(files)} files as run {run_id} "
-        f"(label {shown(label)})"
+        f"imported {found} results from {len(files)} files as run {run_id} (label {shown(label)})"
     )
+
+
+class _Counted:
+    """Batches passed through, their samples counted (for the closing message)."""
+
+    def __init__(self, batches: Iterator[ImportBatch]) -> None:
+        self.batches = batches
+        self.count = 0
+
+    def __iter__(self) -> Iterator[ImportBatch]:
+        for batch in self.batches:
+            self.count += len(batch.samples)
+            yield batch
