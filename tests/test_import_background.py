@@ -6,6 +6,7 @@ died — in one line."""
 from __future__ import annotations
 
 import itertools
+import math
 import multiprocessing
 import os
 import pickle
@@ -22,6 +23,8 @@ from iolab.cli.main import cli
 from iolab.errors import IngestError
 from iolab.ingest import background, detect
 from iolab.ingest.detect import parse_source
+from iolab.model.result import Job
+from iolab.model.result import Result as ParsedResult
 from iolab.model.sample import Sample
 from iolab.store import convert, open_store
 from iolab.store.store import _insert_indexed
@@ -220,3 +223,30 @@ def test_rows_follow_ids_that_are_not_consecutive(location: str) -> None:
         by_id = {s.id: s.metrics for s in store.samples(run_id=run_id, with_jobs=False)}
     assert [by_id[i] for i in given] == [r.metrics for r in results]
     assert all(len(r.metrics) > 10 for r in results)
+
+
+def test_import_batch_columns_are_the_row_functions_rows() -> None:
+    """ImportBatch builds its columns level by level; they must hold exactly the rows of
+    metric_tuples / histogram_tuples (NaN left out), sample by sample."""
+    results = [r for f in SOURCES for r in parse_source(str(f))]
+    odd = ParsedResult(
+        tool="fio",
+        format="fio-json",
+        source="odd",
+        metrics={"a": math.nan, "b": 2.0, "c": math.inf, "d": -math.inf},
+        jobs=[Job("j", metrics={"x": 1, "y": math.nan}), Job("j", metrics={"x": 3.5})],
+        histograms={"read.clat_ns": {1.0: 2, 2.5: 1}},
+    )
+    results.append(odd)
+    batch = convert.import_batch(results)
+    metrics: list[tuple[Any, ...]] = []
+    bins: list[tuple[Any, ...]] = []
+    for index, result in enumerate(results):
+        sample = convert.sample_from_result(result, 0)
+        metrics.extend(convert.metric_tuples(index, sample))
+        bins.extend(convert.histogram_tuples(index, sample))
+    assert list(batch.metrics.rows()) == metrics
+    assert list(batch.histograms.rows()) == bins
+    odd_rows = {(job, name) for i, job, name, _ in metrics if i == len(results) - 1}
+    assert odd_rows == {("", "b"), ("", "c"), ("", "d"), ("j#1", "x"), ("j#2", "x")}
+    assert len(batch.samples) == len(results) and len(bins) > 1000
