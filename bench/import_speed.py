@@ -12,7 +12,9 @@ tests/data/fio-repeats/out), cycled to N files in a temporary directory.  Three 
   and imports are included), into an empty store created beforehand, as the floor's is.
 - ratio = iolab / floor, per round (floor and iolab alternate, so load from elsewhere falls
   on both), in wall time and in CPU time (user + system: robust against a busy machine);
-  the medians over the rounds are reported.
+  the medians over the rounds are reported, with the load average before and after (iolab
+  parses in a second process while it stores: another busy process on a 2-core machine
+  slows it more than the single-process floor).
 
     .venv/bin/python bench/import_speed.py --files 10000 --rounds 3
     .venv/bin/python bench/import_speed.py --iolab-src /path/to/old/checkout/src   # before
@@ -157,6 +159,10 @@ def iolab_once(files: list[Path], db: Path, src: str | None) -> tuple[float, flo
     return wall, cpu
 
 
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
@@ -178,6 +184,7 @@ def main() -> int:
             f"{len(files)} files, {len(results)} results, {len(rows[1])} metric rows, "
             f"{len(rows[2])} histogram rows"
         )
+        print(f"load average before: {_load()}")
         wall_ratios, cpu_ratios = [], []
         for _ in range(args.rounds):
             db = work / "floor.db"
@@ -197,6 +204,7 @@ def main() -> int:
             f"median ratio iolab/floor over {args.rounds} rounds: "
             f"{statistics.median(wall_ratios):.2f} wall, {statistics.median(cpu_ratios):.2f} CPU"
         )
+        print(f"load average after: {_load()}")
     return 0
 
 
