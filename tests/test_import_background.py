@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import create_engine, text
 
+from iolab.cli import import_cmd
 from iolab.cli.main import cli
 from iolab.errors import IngestError
 from iolab.ingest import background, detect
@@ -115,10 +116,30 @@ def test_many_files_are_parsed_in_background(files: list[str]) -> None:
     assert [len(c) for c in background.chunks(files)] == [50, 100, 110]
 
 
+@pytest.fixture
+def used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many files each background parse was given (the real one runs)."""
+    calls: list[int] = []
+    real = background.parsed_in_background
+
+    def spy(paths: Any) -> Any:
+        calls.append(len(paths))
+        return real(paths)
+
+    monkeypatch.setattr(background, "parsed_in_background", spy)
+    return calls
+
+
 def test_background_import_stores_what_an_in_process_one_stores(
-    files: list[str], location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    files: list[str],
+    location: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    used: list[int],
 ) -> None:
+    open_store(location).close()  # an existing store: a new one is only made by a success
     done = iolab(location, "import", *files, "--label", "many")
+    assert used == [COUNT]
     assert done.exit_code == 0, done.output
     expected_results = [r for f in files for r in parse_source(f)]
     assert done.stdout.strip() == (
@@ -128,6 +149,7 @@ def test_background_import_stores_what_an_in_process_one_stores(
     monkeypatch.setattr(background, "MIN_FILES", 10**9)
     assert not background.worth_it(files)
     assert iolab(reference, "import", *files, "--label", "many").exit_code == 0
+    assert used == [COUNT]  # the reference was parsed in-process
     ours, theirs = stored(location), stored(reference)
     assert len(ours["samples"]) == len(expected_results)
     assert len(ours["histograms"]) > 0
@@ -135,7 +157,7 @@ def test_background_import_stores_what_an_in_process_one_stores(
 
 
 def test_a_bad_file_in_a_later_chunk_stores_nothing(
-    files: list[str], location: str, tmp_path: Path
+    files: list[str], location: str, tmp_path: Path, used: list[int]
 ) -> None:
     assert iolab(location, "import", *files[:3], "--label", "first").exit_code == 0
     before = counts(location)
@@ -148,16 +170,37 @@ def test_a_bad_file_in_a_later_chunk_stores_nothing(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"iolab: {bad}: "), done.stderr
     assert counts(location) == before
+    assert used == [len(many)]
     assert multiprocessing.active_children() == []
 
 
-def test_a_bad_first_file_creates_no_store(files: list[str], tmp_path: Path) -> None:
-    db = tmp_path / "new" / "iolab.db"
+def test_a_bad_first_file_stops_before_the_store_is_opened(
+    files: list[str], tmp_path: Path, used: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "iolab.db"
+    open_store(str(db)).close()
+    opened: list[str] = []
+    monkeypatch.setattr(import_cmd, "open_store", lambda where: opened.append(where))
     missing = str(tmp_path / "missing.json")
     done = iolab(str(db), "import", missing, *files, "--label", "x")
     assert done.exit_code == 2
     assert done.stderr.strip() == f"iolab: {missing}: no such file"
-    assert not db.exists()
+    assert used == [COUNT + 1] and opened == []
+
+
+def test_a_new_store_is_made_only_by_an_import_that_succeeds(
+    files: list[str], tmp_path: Path, used: list[int]
+) -> None:
+    """Into a store that does not exist yet, every file is parsed before it is created."""
+    db = tmp_path / "new" / "iolab.db"
+    bad = tmp_path / "empty.json"
+    bad.write_text("")
+    done = iolab(str(db), "import", *files[:220], str(bad), *files[220:], "--label", "x")
+    assert done.exit_code == 2
+    assert done.stderr.strip() == f"iolab: {bad}: empty input, no result in it"
+    assert not db.exists() and used == []
+    assert iolab(str(db), "import", *files, "--label", "x").exit_code == 0
+    assert used == [] and counts(str(db))["samples"] >= COUNT
 
 
 def test_a_parser_process_that_dies_is_one_line(
@@ -192,7 +235,9 @@ def test_a_parser_bug_is_an_internal_error(
 
     monkeypatch.setattr(background, "parse_source", broken)
     monkeypatch.delenv("IOLAB_DEBUG", raising=False)
-    done = iolab(str(tmp_path / "iolab.db"), "import", *files, "--label", "x")
+    db = str(tmp_path / "iolab.db")
+    open_store(db).close()
+    done = iolab(db, "import", *files, "--label", "x")
     assert done.exit_code == 1
     assert "ZeroDivisionError: a bug" in done.stderr
 

@@ -1,9 +1,10 @@
 """`iolab import FILE… --label L [--tag key=value…]`: parse every file, store them all.
 
 Everything is stored in one transaction: one bad file means nothing is stored, so a re-run
-after fixing it does not leave half an import behind.  A few files are parsed before the
-store is opened; many (ingest.background.worth_it) are parsed by a second process while
-this one stores them, and the store is opened once the first of them parsed.
+after fixing it does not leave half an import behind.  Many files (ingest.background.
+worth_it) going into a store that exists are parsed by a second process while this one
+stores them; otherwise every file is parsed before the store is opened, so that a failed
+import never leaves a new, empty store file behind.
 """
 
 from __future__ import annotations
@@ -37,18 +38,20 @@ def command(
     if len(label) > 200:
         raise IolabError("--label is longer than 200 characters")
     tag_map = parse_tags(tags)
-    if background.worth_it(files):
+    location = store_location(ctx)
+    new_file = location.file is not None and not location.file.exists()
+    if background.worth_it(files) and not new_file:
         with background.parsed_in_background(files) as parsing:
-            # the first chunk of files is parsed before the store is opened: a bad file
-            # there (a wrong directory, say) must not create a store
+            # the first chunk is parsed before the store is opened: a bad file there (a
+            # wrong directory, say) does not even take the store's write lock
             first = next(parsing, None)
             counted = _Counted(chain([] if first is None else [first], parsing))
-            with open_store(store_location(ctx)) as store:
+            with open_store(location) as store:
                 run_id = store.import_batches(counted, label, tag_map)
             found = counted.count
     else:
         results = [result for path in files for result in parse_source(path)]
-        with open_store(store_location(ctx)) as store:
+        with open_store(location) as store:
             run_id = store.import_results(results, label, tag_map)
         found = len(results)
     click.echo(
