@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from iolab.cli import import_cmd
 from iolab.cli.main import cli
@@ -79,26 +79,22 @@ def iolab(location: str, *args: str) -> Result:
     return CliRunner().invoke(cli, ["--db", location, *args])
 
 
-def stored(location: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every sample, metric and bin of a store, keyed by the sample's place in its run."""
-    url = location if "://" in location else f"sqlite:///{location}"
-    engine = create_engine(url)
+def stored(location: str, run_id: int) -> dict[str, list[tuple[Any, ...]]]:
+    """A run's samples, metrics and bins, each keyed by the sample's place in the run."""
+    place = "s.id - (SELECT min(id) FROM samples t WHERE t.run_id = s.run_id)"
     queries = {
-        "samples": "SELECT s.id - (SELECT min(id) FROM samples t WHERE t.run_id = s.run_id), "
-        "source, tool, tool_version, format, caption, started_at, provenance, jobs, "
-        "cell_key, case_key FROM samples s ORDER BY s.id",
-        "metrics": "SELECT s.id - (SELECT min(id) FROM samples t WHERE t.run_id = s.run_id), "
-        "m.job, m.name, m.value FROM metrics m JOIN samples s ON s.id = m.sample_id "
-        "ORDER BY 1, 2, 3",
-        "histograms": "SELECT s.id - (SELECT min(id) FROM samples t WHERE t.run_id = s.run_id),"
-        " h.job, h.name, h.bin, h.count FROM histograms h JOIN samples s ON s.id = h.sample_id"
-        " ORDER BY 1, 2, 3, 4",
+        "samples": f"SELECT {place}, source, tool, tool_version, format, caption, started_at, "
+        "provenance, jobs, cell_key, case_key FROM samples s WHERE s.run_id = :r ORDER BY 1",
+        "metrics": f"SELECT {place}, m.job, m.name, m.value FROM metrics m "
+        "JOIN samples s ON s.id = m.sample_id WHERE s.run_id = :r ORDER BY 1, 2, 3",
+        "histograms": f"SELECT {place}, h.job, h.name, h.bin, h.count FROM histograms h "
+        "JOIN samples s ON s.id = h.sample_id WHERE s.run_id = :r ORDER BY 1, 2, 3, 4",
     }
-    try:
-        with engine.connect() as conn:
-            return {name: [tuple(r) for r in conn.execute(text(q))] for name, q in queries.items()}
-    finally:
-        engine.dispose()
+    with open_store(location) as store, store.engine.connect() as conn:
+        return {
+            name: [tuple(row) for row in conn.execute(text(query), {"r": run_id})]
+            for name, query in queries.items()
+        }
 
 
 def counts(location: str) -> dict[str, int]:
@@ -133,7 +129,6 @@ def used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_background_import_stores_what_an_in_process_one_stores(
     files: list[str],
     location: str,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     used: list[int],
 ) -> None:
@@ -145,12 +140,11 @@ def test_background_import_stores_what_an_in_process_one_stores(
     assert done.stdout.strip() == (
         f"imported {len(expected_results)} results from {COUNT} files as run 1 (label many)"
     )
-    reference = str(tmp_path / "in-process.db")
     monkeypatch.setattr(background, "MIN_FILES", 10**9)
     assert not background.worth_it(files)
-    assert iolab(reference, "import", *files, "--label", "many").exit_code == 0
-    assert used == [COUNT]  # the reference was parsed in-process
-    ours, theirs = stored(location), stored(reference)
+    assert iolab(location, "import", *files, "--label", "reference").exit_code == 0
+    assert used == [COUNT]  # the reference, run 2, was parsed in-process
+    ours, theirs = stored(location, 1), stored(location, 2)
     assert len(ours["samples"]) == len(expected_results)
     assert len(ours["histograms"]) > 0
     assert ours == theirs

@@ -590,6 +590,8 @@ def _insert_indexed(
         params = ((ids[index], *rest) for index, *rest in rows.rows())
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
     dbapi_error = conn.dialect.loaded_dbapi.Error
+    if not conn.in_transaction():
+        conn.begin()  # the cursor below writes in the transaction the caller commits
     cursor = conn.connection.cursor()  # the transaction's own connection
     # PEP 249 asks for a sequence; sqlite3 takes any iterable, and the iterator saves
     # building a million tuples at once
