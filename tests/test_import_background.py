@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import text
 
-from iolab.cli import import_cmd
 from iolab.cli.main import cli
 from iolab.errors import IngestError
 from iolab.ingest import background, detect
@@ -27,6 +26,7 @@ from iolab.ingest.detect import parse_source
 from iolab.model.result import Job
 from iolab.model.result import Result as ParsedResult
 from iolab.model.sample import Sample
+from iolab.runs import imports
 from iolab.store import convert, open_store
 from iolab.store.store import _insert_indexed
 from store_backends import BACKENDS, location_for
@@ -174,7 +174,7 @@ def test_a_bad_first_file_stops_before_the_store_is_opened(
     db = tmp_path / "iolab.db"
     open_store(str(db)).close()
     opened: list[str] = []
-    monkeypatch.setattr(import_cmd, "open_store", lambda where: opened.append(where))
+    monkeypatch.setattr(imports, "open_store", lambda where: opened.append(where))
     missing = str(tmp_path / "missing.json")
     done = iolab(str(db), "import", missing, *files, "--label", "x")
     assert done.exit_code == 2

@@ -42,12 +42,11 @@ def parse(path: str) -> list[Result]:
 def import_files(
     paths: Sequence[str], label: str, *, tags: Mapping[str, str] | None = None, db: Db = None
 ) -> int:
-    """Parse every file, then store all results as one import run (all or nothing); its id."""
-    from iolab.store import open_store
+    """`iolab import`: every file's results stored as one import run (all or nothing); its
+    id.  Many files are parsed by a second process while the first stores them."""
+    from iolab.runs.imports import import_files as run_import
 
-    results = [result for path in paths for result in parse(path)]
-    with open_store(db) as store:
-        return store.import_results(results, label, dict(tags or {}))
+    return run_import(paths, label, tags, db).run_id
 
 
 def run_plan(
