@@ -90,6 +90,9 @@ def main() -> int:
         lines.extend(f"    {value!r}," for value in values)
         lines.append(")")
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # formatted as the project's own code is (`make test` checks it)
+    ruff = ROOT / ".venv" / "bin" / "ruff"
+    subprocess.run([str(ruff) if ruff.exists() else "ruff", "format", "-q", str(OUT)], check=True)
     print(f"{OUT}: {len(languages)} languages", file=sys.stderr)
     return 0
 
