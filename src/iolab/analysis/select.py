@@ -9,6 +9,8 @@ A selector is one or more terms joined by `/` (docs/compare.md):
     label:"v5.10/ext4"             a label holding `/` (double quotes keep it one term)
     tag:kernel=6.1[,k=v...]        runs carrying these tags
     fs=xfs,writers=10              matrix cell filters (values compared as text)
+    caption=w/o                    imported results with that caption (exact text; the
+                                   term runs to the end of the selector, or quote it)
 
 Terms combine with AND.  Parsing is pure; `resolve` asks the store and turns "nothing
 matched" into a SelectorError that says what the store does hold.
@@ -38,6 +40,7 @@ class Selector:
     variant: str | None = None
     cell: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    caption: str | None = None
 
     def with_filters(
         self, variant: str | None = None, cell: dict[str, str] | None = None
@@ -54,6 +57,7 @@ class Selector:
             variant=variant if variant is not None else self.variant,
             cell={**self.cell, **(cell or {})},
             tags=dict(self.tags),
+            caption=self.caption,
         )
 
 
@@ -74,14 +78,17 @@ def _pairs(text: str, where: str, selector: str) -> dict[str, str]:
 
 
 def _terms(source: str) -> list[str]:
-    """Split at `/` outside double quotes, so `label:"v5.10/ext4"` stays one term."""
+    """Split at `/` outside double quotes, so `label:"v5.10/ext4"` stays one term; an
+    unquoted `caption=` term runs to the end (captions hold `/`: `caption=w/o`)."""
     terms: list[str] = []
     current: list[str] = []
     quoted = False
     for char in source:
         if char == '"':
             quoted = not quoted
-        if char == "/" and not quoted:
+        term = "".join(current).lstrip()
+        rest_is_caption = term.startswith("caption=") and not term.startswith('caption="')
+        if char == "/" and not quoted and not rest_is_caption:
             terms.append("".join(current))
             current = []
         else:
@@ -109,6 +116,7 @@ def parse_selector(text: str) -> Selector:
     variant: str | None = None
     cell: dict[str, str] = {}
     tags: dict[str, str] = {}
+    caption: str | None = None
 
     def once(kind: str, old: object) -> None:
         if old is not None:
@@ -148,6 +156,11 @@ def parse_selector(text: str) -> Selector:
         elif colon and head == "variant":
             once("variant", variant)
             variant = rest or None
+        elif "=" in term and term.split("=", 1)[0].strip() == "caption":
+            once("caption", caption)
+            caption = _unquote(term.split("=", 1)[1].strip())
+            if not caption:
+                raise SelectorError(f"selector {source!r}: caption= needs the caption's text")
         elif "=" in term and term.split("=", 1)[0].strip() == "variant":
             once("variant", variant)
             variant = term.split("=", 1)[1].strip() or None
@@ -167,7 +180,7 @@ def parse_selector(text: str) -> Selector:
         raise SelectorError(
             f"selector {source!r} names no run, label or tag (add run:ID, label:NAME or tag:K=V)"
         )
-    return Selector(source, run_id, label, variant, cell, tags)
+    return Selector(source, run_id, label, variant, cell, tags, caption)
 
 
 def resolve(
@@ -196,6 +209,14 @@ def resolve(
         with_jobs=False,
         with_histograms=histograms,
     )
+    if selector.caption is not None:
+        captions = sorted({s.caption for s in samples if s.caption})
+        samples = [s for s in samples if s.caption == selector.caption]
+        if not samples:
+            have = ", ".join(repr(c) for c in captions[:8]) or "none"
+            raise SelectorError(
+                f"selector {selector.text!r} selects no samples (captions there: {have})"
+            )
     if not samples:
         raise SelectorError(
             f"selector {selector.text!r} selects no samples{_hint(store, selector)}"
