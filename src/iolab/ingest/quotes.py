@@ -38,9 +38,7 @@ def merge_copies(found: list[tuple[int, Result]], depths: list[int]) -> list[tup
     out: list[tuple[int, Result]] = []
     for (start, result), depth in zip(found, depths, strict=True):
         key = identity(result)
-        place = next(
-            (i for i in groups.get(key, []) if depth not in out[i][1].quote_levels), None
-        )
+        place = next((i for i in groups.get(key, []) if depth not in out[i][1].quote_levels), None)
         if place is None:
             result.quote_levels = [depth]
             groups.setdefault(key, []).append(len(out))

@@ -24,6 +24,7 @@ CONFIG_KEYS = (
     "monitors",
     "cpus",
     "timeout",
+    "kernel",
 )
 SYSCTL_ROOTS = ("vm.", "kernel.", "fs.", "dev.", "net.", "abi.", "debug.", "user.")
 _WHOLE = {("workload",), ("prepare", "fill"), ("prepare", "warmup")}

@@ -124,6 +124,10 @@ class Case:
     monitors: tuple[str, ...]  # names from KNOWN_MONITORS
     timeout_s: float  # kill the sample's workload after this long
     vars: dict[str, str] = field(default_factory=dict)  # placeholder values used (provenance)
+    # the kernel the case must run on (`uname -r`), and kernel command line additions; None:
+    # whatever this host runs.  A case naming a kernel runs only where kernels can be booted.
+    kernel: str | None = None
+    kernel_cmdline: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,23 @@ class Plan:
     variants: tuple[str, ...]  # names in plan order ((): no variants)
     baseline: str | None  # the variant others are compared against (default: the first)
     matrix: dict[str, tuple[str, ...]]  # dimension -> values, in plan order
+    # what the measurement needs that a loop image here is not (dm-multipath, md RAID, a
+    # device model): name -> what the mail or the author says; iolab run refuses such a plan
+    requires: dict[str, str] = field(default_factory=dict)
+
+    def elsewhere(self) -> str | None:
+        """Why this plan cannot run on this host's lab (kernels to boot, a stated target
+        requirement), or None when it can."""
+        if self.requires:
+            needs = "; ".join(f"{k}: {v}" if v else k for k, v in self.requires.items())
+            return f"the plan requires a target this lab cannot make here ({needs})"
+        kernels = sorted({c.kernel for c in self.cases if c.kernel is not None})
+        if kernels:
+            return (
+                f"the plan's cases name kernels ({', '.join(kernels)}); they run on a host "
+                "that boots kernels (a fleet host or a guest), not in this process"
+            )
+        return None
 
     def cases_of(self, variant: str | None) -> tuple[Case, ...]:
         """The cases of one variant, in matrix order."""
