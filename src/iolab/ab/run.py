@@ -64,10 +64,11 @@ def check_plan(plan: Plan) -> None:
         raise PlanError(f"{where}: no matrix cell holds the baseline and another variant")
 
 
-def check(plan: Plan, *, destroy_data: bool = False) -> lifecycle.Checked:
-    """Everything that can refuse an A/B of `plan`, before any store is opened."""
+def check(plan: Plan, *, destroy_data: bool = False, here: bool = True) -> lifecycle.Checked:
+    """Everything that can refuse an A/B of `plan`, before any store is opened (`here`:
+    the lab's preflight too; a fleet's hosts preflight it themselves)."""
     check_plan(plan)
-    return lifecycle.check(plan, kind="ab", destroy_data=destroy_data)
+    return lifecycle.check(plan, kind="ab", destroy_data=destroy_data, here=here)
 
 
 def start(
@@ -100,10 +101,11 @@ def resume(
     max_blocks: int | None = None,
     max_time_s: float | None = None,
     destroy_data: bool = False,
+    here: bool = True,
 ) -> AbSetup:
     """Reopen ab run `run_id`: its decisions rebuilt from its stored blocks, going on where
     it stopped; `max_blocks` (if given) replaces its budget, counting all its blocks."""
-    run = lifecycle.reopen(store, run_id, kind="ab", destroy_data=destroy_data)
+    run = lifecycle.reopen(store, run_id, kind="ab", destroy_data=destroy_data, here=here)
     recorded = ab_settings(store.run(run_id))
     budget = max_blocks if max_blocks is not None else recorded.max_blocks
     settings = AbSettings(

@@ -24,9 +24,9 @@ import os
 import platform
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from iolab.errors import IolabError, LabError, PlanError, RefusedError, StoreError
@@ -234,8 +234,9 @@ class Worker:
         except ValueError as exc:
             log.error("a message that is not a job: %s", exc)
             return f"bad job: {exc}"
-        lease = _retry(lambda: leases.claim(self.store, job.run_id, job.block, job.attempt,
-                                            self.config.name))
+        lease = _retry(
+            lambda: leases.claim(self.store, job.run_id, job.block, job.attempt, self.config.name)
+        )
         if lease is None:
             state = _retry(lambda: leases.state_of(self.store, job.run_id, job.block, job.attempt))
             return f"{job.title}: not measured, the attempt is {state or 'unknown'}"
@@ -251,8 +252,7 @@ class Worker:
         try:
             plan = check_on_host(self.config, job)
         except (RefusedError, PlanError) as exc:
-            _retry(lambda: leases.end(self.store, attempt_id, "refused", exc.message))
-            return f"{job.title}: refused: {exc.message}"
+            return self._end(attempt_id, "refused", exc.message, job)
         sink = BufferSink(self.beat)
         session = LabSession(
             plan, sink, job.run_id, job.seed, self.config.destroy_data, host=self.config.name
@@ -300,10 +300,11 @@ def register(app: Celery, worker: Worker) -> None:
 
     from iolab.fleet.app import TASK
 
-    @app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def run_block(self: Any, job: object) -> str:
         why = worker.beat.unavailable
         if why is not None:  # back to the queue for another host, after a pause
             time.sleep(worker.config.heartbeat_s)
             raise Reject(f"host {worker.config.name} is {why}", requeue=True)
         return worker.handle(job)
+
+    app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True)(run_block)
