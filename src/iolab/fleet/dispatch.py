@@ -52,7 +52,7 @@ class FleetSettings:
     poll_s: float = 0.5
     max_attempts: int = 5
     claim_timeout_s: float | None = None  # default: 3 heartbeats
-    quarantine_after_s: float | None = None  # default: 10 heartbeats
+    quarantine_after_s: float | None = None  # default: 5 heartbeats
 
     @property
     def grace_s(self) -> float:
@@ -250,7 +250,7 @@ class FleetBlocks:
     def _quarantine(self) -> None:
         """Hosts silent past the quarantine time are quarantined: no block goes to them
         until `iolab fleet undrain`."""
-        limit = self.fleet.quarantine_after_s or 10 * self.fleet.heartbeat_s
+        limit = self.fleet.quarantine_after_s or 5 * self.fleet.heartbeat_s
         now = leases.server_now(self.store)
         for host in leases.hosts(self.store, self.fleet.host_class):
             silent = host.heartbeat_at is None or now - host.heartbeat_at > timedelta(seconds=limit)

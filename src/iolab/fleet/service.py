@@ -7,6 +7,7 @@ import logging
 import os
 import shlex
 import sys
+import warnings
 
 from iolab.errors import IolabError
 from iolab.fleet.app import class_queue, host_queue, make_app, redacted
@@ -61,6 +62,8 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     beat.beat()
     beat.start()
     app = make_app(broker, visibility_timeout_s=config.visibility_timeout_s)
+    # the lab needs root (loop devices, mkfs, mount); Celery's warning about it is known
+    warnings.filterwarnings("ignore", message=".*superuser privileges.*")
     register(app, Worker(config, store, beat))
     log.info(
         "host %s (class %s) serving %s and %s from %s",
