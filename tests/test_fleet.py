@@ -286,7 +286,7 @@ def test_worker_killed_mid_block(hosts: Fleet, tmp_path: Path) -> None:
     victim = running_on(hosts, run_id)
     assert victim is not None
     hosts.kill_worker(host_named(hosts, victim.host), signal.SIGKILL)
-    out, err = ctl.communicate(timeout=240)
+    _out, err = ctl.communicate(timeout=240)
     assert ctl.returncode == 0, err
     tried = check_complete(hosts, run_id, 6)
     dead = next(a for a in tried if a.id == victim.id)
@@ -302,7 +302,7 @@ def test_redis_restarted(hosts: Fleet, tmp_path: Path) -> None:
     hosts.stop_redis()
     time.sleep(2)
     hosts.start_redis()
-    out, err = ctl.communicate(timeout=240)
+    _out, err = ctl.communicate(timeout=240)
     assert ctl.returncode == 0, err
     check_complete(hosts, run_id, 6)
 
@@ -331,7 +331,7 @@ def test_postgres_restarted(hosts: Fleet, tmp_path: Path) -> None:
     hosts.stop_postgres()
     time.sleep(1)
     hosts.start_postgres()
-    out, err = ctl.communicate(timeout=240)
+    _out, err = ctl.communicate(timeout=240)
     assert ctl.returncode == 0, err
     check_complete(hosts, run_id, 6)
 
@@ -348,7 +348,7 @@ def test_link_down_then_up(hosts: Fleet, tmp_path: Path) -> None:
     hosts.link(host, False)
     time.sleep(6)  # past 3 heartbeats: the lease expires, the block goes elsewhere
     hosts.link(host, True)
-    out, err = ctl.communicate(timeout=240)
+    _out, err = ctl.communicate(timeout=240)
     assert ctl.returncode == 0, err
     tried = check_complete(hosts, run_id, 6)
     assert next(a for a in tried if a.id == victim.id).state == "lost"
@@ -364,7 +364,7 @@ def test_a_host_that_never_comes_back_is_quarantined(hosts: Fleet, tmp_path: Pat
     assert victim is not None
     host = host_named(hosts, victim.host)
     hosts.link(host, False)  # gone for good (until the next test's fixture)
-    out, err = ctl.communicate(timeout=240)
+    _out, err = ctl.communicate(timeout=240)
     assert ctl.returncode == 0, err
     check_complete(hosts, run_id, 9)
     assert _state(hosts, host.name) == "quarantined"
