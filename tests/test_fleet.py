@@ -380,3 +380,29 @@ def _runs(fleet: Fleet) -> list[RunInfo]:
 def _state(fleet: Fleet, name: str) -> str:
     with open_store(fleet.db) as store:
         return next(h.state for h in leases.hosts(store) if h.name == name)
+
+
+def test_a_drained_host_takes_no_block(hosts: Fleet, tmp_path: Path) -> None:
+    drained = hosts.hosts[0].name
+    done = iolab(hosts, "fleet", "drain", drained)
+    assert done.returncode == 0 and f"host {drained} drained" in done.stdout, done.stderr
+    missing = iolab(hosts, "fleet", "drain", "no-such-host")
+    assert missing.returncode == 2 and "no host no-such-host" in missing.stderr
+    plan = write_plan(tmp_path, repeat=4)
+    done = iolab(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
+    assert done.returncode == 0, done.stderr
+    run_id = newest_run(hosts)
+    check_complete(hosts, run_id, 4)
+    with open_store(hosts.db) as store:
+        used = {s.host for s in store.samples(run_id)}
+    assert drained not in used
+    assert iolab(hosts, "fleet", "undrain", drained).returncode == 0
+
+
+def test_a_fleet_needs_a_postgresql_store(hosts: Fleet, tmp_path: Path) -> None:
+    plan = write_plan(tmp_path, repeat=1)
+    env_db = str(tmp_path / "local.db")
+    done = iolab(hosts, "--db", env_db, "run", str(plan), "--fleet", "lab", "-q")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "PostgreSQL" in done.stderr
+    assert not Path(env_db).exists()  # refused before any store was made

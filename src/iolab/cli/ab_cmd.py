@@ -12,6 +12,7 @@ from rich.console import Console
 from iolab import ab
 from iolab.ab.run import DEFAULT_MAX_BLOCKS
 from iolab.cli.options import (
+    check_fleet_store,
     check_levels,
     check_plan_or_resume,
     ci_option,
@@ -134,6 +135,7 @@ def command(
             load_plan(plan_path, profile), destroy_data=destroy_data, here=fleet is None
         )
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
+    check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
         source = fleet_source(store, fleet, hosts, broker)
         if checked is not None:

@@ -169,6 +169,19 @@ def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+def check_fleet_store(ctx: click.Context, fleet: str | None) -> None:
+    """A fleet keeps its state in PostgreSQL: refuse any other store before it is opened
+    (nor created)."""
+    if fleet is None:
+        return
+    location = store_location(ctx)
+    if not (location.is_url and location.text and location.text.startswith("postgresql")):
+        raise IolabError(
+            "a fleet keeps its state in PostgreSQL; give --db postgresql+psycopg://... "
+            "(or set IOLAB_DB)"
+        )
+
+
 def fleet_source(
     store: Any, fleet: str | None, hosts: int, broker: str | None
 ) -> Callable[[Any], Any] | None:

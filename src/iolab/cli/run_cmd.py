@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 
 from iolab.cli.options import (
+    check_fleet_store,
     check_plan_or_resume,
     fleet_options,
     fleet_source,
@@ -71,6 +72,7 @@ def command(
         checked = lifecycle.check(
             load_plan(plan_path, profile), destroy_data=destroy_data, here=fleet is None
         )
+    check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
         source = fleet_source(store, fleet, hosts, broker)
         if checked is None:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from iolab.cli.options import store_location
+from iolab.errors import IolabError
 from iolab.store.location import StoreLocation
 
 
@@ -53,5 +54,9 @@ def command(
     from iolab.store import open_store
 
     location = StoreLocation.given(db) if db else store_location(ctx)
+    if not (location.is_url and str(location.text).startswith("postgresql")):
+        raise IolabError(
+            "a worker needs the fleet's PostgreSQL store: --db postgresql+psycopg://..."
+        )
     with open_store(location) as store:
         sys.exit(service.run_worker(host, store, url))
