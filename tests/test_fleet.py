@@ -243,10 +243,17 @@ def test_ab_on_three_hosts_reaches_its_verdict(hosts: Fleet, tmp_path: Path) -> 
     assert all(a.state in leases.TERMINAL for a in tried)
     keys = Counter((s.case_key, s.block) for s in samples)
     assert max(keys.values()) == 1
+    decided_on = max(k["blocks"] for k in run.meta["ab_result"]["states"])
+    assert all(a.block > decided_on for a in tried if a.after_decision)
+    assert all(a.after_decision for a in tried if a.block > decided_on)
     report = json.loads(done.stdout)
     assert report  # the comparison the verdict came with
+    (group,) = report["groups"]
+    (strata,) = group["hosts"]
+    assert {e["host"] for e in strata["effects"]} == {s.host for s in samples}
     compared = iolab(hosts, "compare", str(run_id))
     assert compared.returncode in (0, 10, 11), compared.stderr
+    assert "per host" in compared.stdout
     for name in {s.host for s in samples}:
         assert str(name) in compared.stdout  # the per-host effects
 
@@ -406,3 +413,25 @@ def test_a_fleet_needs_a_postgresql_store(hosts: Fleet, tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "PostgreSQL" in done.stderr
     assert not Path(env_db).exists()  # refused before any store was made
+
+
+def test_a_pickled_message_is_not_accepted(hosts: Fleet, tmp_path: Path) -> None:
+    """A worker accepts JSON only: a pickled task (code, in effect) is dropped unrun."""
+    from celery import Celery
+
+    from iolab.fleet.app import TASK, class_queue
+    from iolab.fleet.worker import Job
+
+    with open_store(hosts.db) as store:
+        run_id = store.create_run("lab", plan_text="x", plan_hash="0" * 64)
+        attempt = leases.new_attempt(store, run_id, 1, host_class="lab")
+    job = Job(run_id, 1, 1, "x", "0" * 64, "x", 1, None)
+    sender = Celery("attacker", broker=hosts.broker, set_as_current=False)
+    sender.conf.update(task_serializer="pickle", accept_content=["pickle", "json"])
+    sender.send_task(TASK, kwargs={"job": job.to_json()}, queue=class_queue("lab"))
+    time.sleep(4)
+    with open_store(hosts.db) as store:
+        assert leases.state_of(store, run_id, 1, 1) == "queued"  # nobody claimed it
+        leases.end(store, attempt.id, "revoked", "test over", only_from=("queued",))
+    logs = "".join(h.log.read_text() for h in hosts.hosts if h.log is not None)
+    assert "pickle" in logs  # Celery said why it refused the message
