@@ -253,6 +253,8 @@ class Worker:
             plan = check_on_host(self.config, job)
         except (RefusedError, PlanError) as exc:
             return self._end(attempt_id, "refused", exc.message, job)
+        except IolabError as exc:  # a tool missing here, no room for the images: not this host
+            return self._end(attempt_id, "infra_error", exc.message, job)
         sink = BufferSink(self.beat)
         session = LabSession(
             plan, sink, job.run_id, job.seed, self.config.destroy_data, host=self.config.name
