@@ -96,7 +96,13 @@ def hosts(fleet: Fleet) -> Fleet:
     with open_store(fleet.db) as store:
         for host in fleet.hosts:
             leases.set_drained(store, host.name, False)  # lifts a quarantine too
-    wait_for(lambda: len(live_hosts(fleet)) == 3, 60, "three workers up")
+    try:
+        wait_for(lambda: len(live_hosts(fleet)) == 3, 60, "three workers up")
+    except AssertionError:
+        with open_store(fleet.db) as store:
+            rows = leases.hosts(store)
+        logs = "\n".join(h.log.read_text()[-1500:] for h in fleet.hosts if h.log is not None)
+        raise AssertionError(f"three workers not up: {rows}\n{logs}") from None
     return fleet
 
 

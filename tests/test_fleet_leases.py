@@ -134,3 +134,64 @@ def test_a_local_run_takes_a_lease_per_block(tmp_path: Path) -> None:
         (2, 1, "finished"),
     ]
     assert {a.host for a in tried} == {s.host for s in samples} == {socket.gethostname()}
+
+
+def _iolab(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "iolab", *args], capture_output=True, text=True, timeout=60, env=env
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_worker_unit_and_its_refusals(tmp_path: Path) -> None:
+    import os
+
+    code, unit, _ = _iolab("worker", "--print-unit")
+    assert code == 0
+    assert "ExecStart=" in unit and " worker --config /etc/iolab/host.toml" in unit
+    assert "EnvironmentFile=/etc/iolab/worker.env" in unit and "Restart=on-failure" in unit
+    env = dict(os.environ, IOLAB_BROKER="redis://127.0.0.1:1/0")
+    store = tmp_path / "s.db"
+    code, _, err = _iolab("worker", "--db", str(store), env=env)
+    assert code == 2 and err.count("\n") == 1 and "PostgreSQL" in err
+    assert not store.exists()
+    config = tmp_path / "host.toml"
+    config.write_text('name = "h1"\ndevice = ["/dev/sdz"]\n')
+    code, _, err = _iolab(
+        "worker", "--config", str(config), "--db", "postgresql+psycopg://x@127.0.0.1:1/x", env=env
+    )
+    assert code == 2 and "unknown key 'device'" in err and err.count("\n") == 1
+    config.write_text('[hooks]\nboot = "reboot now"\n')
+    code, _, err = _iolab("worker", "--config", str(config), env=env)
+    assert code == 2 and "hook boot is a non-empty list" in err
+
+
+def test_a_host_config_with_hooks() -> None:
+    import textwrap
+
+    from iolab.fleet.config import load
+
+    text = textwrap.dedent("""\
+        name = "qemu-1"
+        class = "guests"
+        devices = ["/dev/vdb"]
+        [hooks]
+        boot = ["/usr/local/sbin/boot", "{kernel}"]
+        power_cycle = ["virsh", "reset", "qemu-1"]
+        """)
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as fh:
+        fh.write(text)
+        fh.flush()
+        config = load(fh.name)
+        assert (config.name, config.host_class, config.devices) == (
+            "qemu-1",
+            "guests",
+            ("/dev/vdb",),
+        )
+        assert config.hooks["power_cycle"] == ("virsh", "reset", "qemu-1")
+        assert load(fh.name, name="other", host_class="c2").name == "other"

@@ -148,7 +148,9 @@ class Beat:
             )
             if current is not None and not leases.heartbeat(self.store, current[0]):
                 self.lost.set()
-        except (StoreError, OSError) as exc:  # the server or the link is down: try again
+        except Exception as exc:  # the server or the link is down: the next beat tries again
+            # (whatever the driver raised: a heartbeat thread that died would look, to the
+            # controller, like a host that never comes back)
             log.warning("heartbeat failed: %s", exc)
 
     def _loop(self) -> None:
