@@ -70,7 +70,7 @@ def run_blocks(
             samples = ended.pop(expected)
             measured += sum(1 for s in samples if s.status == "ok")
             if not measured and expected >= first_block + 1:
-                source.stop()
+                source.stop(sorted(ended))
                 reason = next((s.reason for s in samples if s.reason), "no result")
                 raise LabError(f"every sample of blocks {first_block}-{expected} failed: {reason}")
             for contrast in items:
@@ -80,7 +80,7 @@ def run_blocks(
                     if state is not None and state.n_blocks > 0:
                         reporter.decision(expected, contrast, state)
             if all_done(items):
-                source.stop()
+                source.stop(sorted(ended))
                 if all_decided(items):
                     return "every KPI has a verdict"
                 return f"budget of {expected} blocks spent"

@@ -112,15 +112,16 @@ class FleetBlocks:
                 time.sleep(self.fleet.poll_s)
         return self._ready.popleft()
 
-    def stop(self) -> list[int]:
+    def stop(self, unused: Sequence[int] = ()) -> list[int]:
         """Queued attempts are revoked (a worker that gets their message measures nothing);
-        running ones are waited for, stored and marked as after the decision."""
+        running ones are waited for, stored and marked as after the decision, as are the
+        `unused` blocks (ended, but not fed to the decision)."""
         for block, attempt in list(self._flight.items()):
             if leases.end(
                 self.store, attempt.id, "revoked", "not needed: decided", only_from=("queued",)
             ):
                 del self._flight[block]
-        after = [*self._flight, *(b for b, _ in self._ready)]
+        after = [*self._flight, *(b for b, _ in self._ready), *unused]
         while self._flight:
             with contextlib.suppress(StoreError):
                 self._poll(redispatch=False)

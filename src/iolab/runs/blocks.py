@@ -34,9 +34,10 @@ class BlockSource(Protocol):
 
     def in_flight(self) -> list[int]: ...
 
-    def stop(self) -> list[int]:
+    def stop(self, unused: Sequence[int] = ()) -> list[int]:
         """No more blocks are wanted: those not started are revoked, running ones end and
-        are stored; the blocks that will hold samples after the caller's decision."""
+        are stored; `unused` are blocks handed back but not used by the caller's decision.
+        The blocks that hold samples after the decision."""
         ...
 
 
@@ -77,7 +78,7 @@ class LocalBlocks:
         block, cases = self._queue.popleft()
         return block, run_leased(self.session, self.store, block, self.done, cases, self.host)
 
-    def stop(self) -> list[int]:
+    def stop(self, unused: Sequence[int] = ()) -> list[int]:
         self._queue.clear()
         return []
 
