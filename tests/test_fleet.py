@@ -203,6 +203,8 @@ def test_run_on_three_hosts(hosts: Fleet, tmp_path: Path) -> None:
     run_id = newest_run(hosts)
     assert f"run {run_id} finished: 12/12 samples stored" in done.stdout
     check_complete(hosts, run_id, 6)
+    listed = iolab(hosts, "results", "--json").stdout
+    assert "redis://" not in listed and "IOLAB_BROKER" not in listed  # no credentials
     shown = json.loads(iolab(hosts, "results", "--run", str(run_id), "--json").stdout)
     assert len({s["host"] for s in shown}) >= 2
     assert {s["host"] for s in shown} <= {h.name for h in hosts.hosts}
