@@ -11,6 +11,7 @@ A selector is one or more terms joined by `/` (docs/compare.md):
     fs=xfs,writers=10              matrix cell filters (values compared as text)
     caption=w/o                    imported results with that caption (exact text; the
                                    term runs to the end of the selector, or quote it)
+    host=ssd-01                    the samples measured on one host (a fleet's, or run here)
 
 Terms combine with AND.  Parsing is pure; `resolve` asks the store and turns "nothing
 matched" into a SelectorError that says what the store does hold.
@@ -41,6 +42,7 @@ class Selector:
     cell: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     caption: str | None = None
+    host: str | None = None
 
     def with_filters(
         self, variant: str | None = None, cell: dict[str, str] | None = None
@@ -58,6 +60,7 @@ class Selector:
             cell={**self.cell, **(cell or {})},
             tags=dict(self.tags),
             caption=self.caption,
+            host=self.host,
         )
 
 
@@ -117,6 +120,7 @@ def parse_selector(text: str) -> Selector:
     cell: dict[str, str] = {}
     tags: dict[str, str] = {}
     caption: str | None = None
+    host: str | None = None
 
     def once(kind: str, old: object) -> None:
         if old is not None:
@@ -161,6 +165,13 @@ def parse_selector(text: str) -> Selector:
             caption = _unquote(term.split("=", 1)[1].strip())
             if not caption:
                 raise SelectorError(f"selector {source!r}: caption= needs the caption's text")
+        elif ("=" in term and term.split("=", 1)[0].strip() == "host") or (
+            colon and head == "host"
+        ):
+            once("host", host)
+            host = term.split("=" if "=" in term else ":", 1)[1].strip() or None
+            if host is None:
+                raise SelectorError(f"selector {source!r}: host= needs a name")
         elif "=" in term and term.split("=", 1)[0].strip() == "variant":
             once("variant", variant)
             variant = term.split("=", 1)[1].strip() or None
@@ -174,13 +185,14 @@ def parse_selector(text: str) -> Selector:
         else:
             raise SelectorError(
                 f"selector {source!r}: cannot read {term!r} "
-                "(expected run:ID, ID:VARIANT, label:NAME, tag:K=V, variant=NAME or K=V)"
+                "(expected run:ID, ID:VARIANT, label:NAME, tag:K=V, variant=NAME, host=NAME, "
+                "caption=TEXT or K=V)"
             )
     if run_id is None and label is None and not tags:
         raise SelectorError(
             f"selector {source!r} names no run, label or tag (add run:ID, label:NAME or tag:K=V)"
         )
-    return Selector(source, run_id, label, variant, cell, tags, caption)
+    return Selector(source, run_id, label, variant, cell, tags, caption=caption, host=host)
 
 
 def resolve(
@@ -205,6 +217,7 @@ def resolve(
         variant=selector.variant,
         cell=selector.cell or None,
         tags=selector.tags or None,
+        host=selector.host,
         metrics=only,
         with_jobs=False,
         with_histograms=histograms,
