@@ -21,6 +21,10 @@ from iolab.textsafe import shown
 # each line is its command's own short help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "parse": ("parse_cmd", "Recognise fio / xfs_io / dd results in FILEs (`-` is standard..."),
+    "reproduce": (
+        "reproduce_cmd",
+        "Write the plan a pasted report's mkfs, mount and fio/xfs_io/dd...",
+    ),
     "import": ("import_cmd", "Store the fio / xfs_io / dd results in FILEs under a label..."),
     "results": ("results_cmd", "List stored runs, or the samples of one run."),
     "run": ("run_cmd", "Run PLAN in the lab: its cases in randomized complete blocks,..."),
