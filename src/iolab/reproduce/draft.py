@@ -347,7 +347,8 @@ def _fio_workload(
         draft.fill_text, _ = _job_text(
             pre.sections, paths, pre.line.where, pre.line.first, measured=False
         )
-        draft.fill_text = draft.fill_text.replace("[global]\n", "[global]\ncreate_only=1\n", 1)
+        head, _, rest = draft.fill_text.partition("\n")  # the first section: global or the job
+        draft.fill_text = f"{head}\ncreate_only=1\n{rest}"
         draft.fill_ref = _ref(pre.line)
         draft.used.append(
             (pre.line.where, _short(pre.line.text), "prepare.fill (--create_only pre-pass)")

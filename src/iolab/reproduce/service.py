@@ -50,7 +50,7 @@ def reproduce(text: str, source: str) -> Reproduction:
     raw = body.split("\n")
     lines = mail.unquote(raw)
     depths = [mail.quote_depth(line) for line in raw]
-    subject = _subject(text)
+    subject = _subject(text if body != text else "\n".join(lines))
     try:
         found = drafting.build(
             lines, depths, offset, subject, _captions(body, lines, offset), source

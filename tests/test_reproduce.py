@@ -1,0 +1,224 @@
+"""`iolab reproduce` on the seed threads (tests/data/threads): each gives a plan that loads,
+with the mail's mkfs, mount, fio and xfs_io options and the variants the mail compares."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from iolab.cli.main import cli
+from iolab.plan import load_plan
+from iolab.plan.model import Plan
+
+THREADS = Path(__file__).parent / "data" / "threads"
+
+
+def iolab(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, env={"COLUMNS": "250"})
+
+
+def reproduced(tmp_path: Path, seed: str) -> tuple[Plan, Plan, str, Result]:
+    out = tmp_path / f"{seed}.yaml"
+    done = iolab("reproduce", str(THREADS / f"{seed}.txt"), "-o", str(out))
+    assert done.exit_code == 0, done.output
+    return load_plan(str(out)), load_plan(str(out), "quick"), out.read_text(), done
+
+
+def job_options(fio_text: str) -> list[str]:
+    return [x for x in fio_text.splitlines() if x and not x.startswith("[")]
+
+
+def comment_above(text: str, key: str) -> str:
+    """The comment line right above the first line starting with `key`."""
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.lstrip().startswith(key))
+    assert lines[at - 1].lstrip().startswith("#"), lines[at - 1]
+    return lines[at - 1]
+
+
+def test_ext4_iops_thread(tmp_path: Path) -> None:
+    plan, quick, text, done = reproduced(tmp_path, "ext4-iops")
+    case = plan.cases[0]
+    assert case.filesystem is not None
+    assert case.filesystem.type == "ext4"
+    assert case.filesystem.mkfs_options == ("-m", "1", "-b", "4096")
+    assert case.filesystem.mount_options == ("noatime", "nodiratime", "data=ordered")
+    assert case.workload.fio_text is not None
+    assert job_options(case.workload.fio_text) == [
+        "directory={mnt}",
+        "rw=randwrite",
+        "ioengine=psync",
+        "buffered=1",
+        "bs=16k",  # ${blocksize}
+        "numjobs=16",  # ${jobs}
+        "runtime=60",
+        "thread",
+        "filename=file0",
+        "filesize=1000000",  # ${filesize}
+        "fsync=1",
+        "group_reporting",
+        "time_based",
+    ]
+    fill = case.prepare.fill
+    assert fill is not None and fill.fio_text is not None
+    assert "create_only=1" in fill.fio_text and "runtime=30" in fill.fio_text
+    assert case.prepare.drop_caches
+    # the mail compares 5.4 with 5.10, and 5.10 with the culprit reverted
+    assert [(c.variant, c.kernel) for c in plan.cases] == [
+        ("5.10", "5.10"),
+        ("5.10+revert-6b8ed62008a4", "5.10+revert-6b8ed62008a4"),
+        ("5.4", "5.4"),
+    ]
+    assert plan.baseline == "5.10"
+    assert [k.metric for k in plan.kpis] == ["write.iops"]
+    assert set(plan.requires) == {"cloud-volume", "cpu-arch"}
+    assert (quick.repeat, quick.cases[0].vars["runtime"]) == (3, "2")
+    assert comment_above(text, "mkfs_options").endswith(
+        "# line 17: mke2fs -m 1 -t ext4 -b 4096 -L /mnt /dev/nvme1n1"
+    )
+    assert "line 36: sudo echo 1 > /proc/sys/vm/drop_caches" in comment_above(text, "drop_caches")
+    listing = done.stdout
+    assert re.search(r"line 25 +blocksize=\"16k\" +→ \$blocksize in the fio command", listing)
+    assert re.search(r"line 28 +if \[\[ -n \$1 \]\]; then jobs=\$1; fi +— shell control", listing)
+    assert re.search(r"line 38 +set -x +— a shell setting", listing)
+    assert "note: line 17: mkfs -L /mnt: a volume label: left out" in listing
+    assert "note: lines 40-43: fio --max-jobs: a command-line-only limit on jobs" in listing
+
+
+def test_nodelalloc_thread(tmp_path: Path) -> None:
+    plan, quick, text, _ = reproduced(tmp_path, "nodelalloc")
+    case = plan.cases[0]
+    assert case.filesystem is not None
+    assert case.filesystem.mount_options == ("dioread_nolock", "nodelalloc")
+    assert case.workload.argv == ("xfs_io", "-f", "-c", "pwrite -W 0 1G", "{mnt}/testfile")
+    assert case.target.size_bytes >= (1 << 30) + (256 << 20)  # the 1 GiB file fits
+    assert [(c.variant, c.kernel) for c in plan.cases] == [
+        ("without-patch", "unpatched"),
+        ("with-patch", "patched"),
+    ]
+    assert quick.cases[0].workload.argv[3] == "pwrite -W 0 256M"
+    assert comment_above(text, "without-patch").endswith("# line 15: w/o")
+    assert comment_above(text, "with-patch").endswith("# line 18: w/")
+
+
+def test_iversion_thread_runs_here(tmp_path: Path) -> None:
+    plan, _, text, done = reproduced(tmp_path, "iversion")
+    assert plan.elsewhere() is None
+    assert [
+        (c.variant, c.filesystem.mount_options if c.filesystem else None) for c in plan.cases
+    ] == [
+        ("iversion", ("iversion",)),
+        ("noiversion", ("noiversion",)),
+    ]
+    fio = plan.cases[0].workload.fio_text or ""
+    assert job_options(fio) == [
+        "directory={mnt}",
+        "rw=randwrite",
+        "bs=4k",
+        "size=64M",
+        "ioengine=psync",
+        "numjobs=4",
+        "runtime=3",
+        "time_based",
+        "group_reporting",
+    ]
+    assert comment_above(text, "iversion:").endswith("# line 8: mount -o iversion /dev/loop0 /mnt")
+    # the replies quote the commands twice more: said, not used twice
+    assert done.stdout.count("a quoted copy of line 8") == 2
+    assert "/mnt/test is a directory the author made" in done.stdout
+
+
+def test_multipath_thread_states_its_target(tmp_path: Path) -> None:
+    plan, _, text, done = reproduced(tmp_path, "multipath")
+    assert list(plan.requires) == ["dm-multipath"]
+    assert "multi-path setup" in plan.requires["dm-multipath"]
+    case = plan.cases[0]
+    assert case.filesystem is None and case.target.count == 2
+    assert "filename={dev0}" in (case.workload.fio_text or "")
+    assert "filename={dev1}" in (case.workload.fio_text or "")
+    assert plan.baseline == "6.8-rc7"
+    assert "6.8-rc7+revert-d47f9717e5cf" in plan.variants
+    assert "the mail's 600G disk is scaled to a 1G loop image" in done.stdout
+    refused = iolab("--db", str(tmp_path / "s.db"), "run", str(tmp_path / "multipath.yaml"))
+    assert refused.exit_code == 3
+    assert "requires a target this lab cannot make here (dm-multipath" in refused.stderr
+
+
+def test_plan_to_stdout_listing_to_stderr() -> None:
+    done = iolab("reproduce", "-", input=(THREADS / "nodelalloc.txt").read_text())
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("# iolab reproduce: a plan drafted from <stdin>")
+    assert "used (2 mail lines):" in done.stderr and "used" not in done.stdout.split("\n")[0]
+
+
+def test_crlf_and_quoted_mail_give_the_same_plan(tmp_path: Path) -> None:
+    text = (THREADS / "nodelalloc.txt").read_text()
+    plain = iolab("reproduce", "-", input=text)
+    quoted = iolab("reproduce", "-", input="".join(f"> {x}\r\n" for x in text.splitlines()))
+    assert plain.exit_code == quoted.exit_code == 0, quoted.output
+    assert plain.stdout == quoted.stdout
+
+
+def test_oversize_is_scaled_and_said() -> None:
+    mail = "Reproducer:\n\n  mount -o noatime /dev/sdb /mnt\n  xfs_io -f -c 'pwrite 0 40G' /mnt/f\n"
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 0, done.output
+    assert "SCALED: the workload's files take 40G (line 4)" in done.stderr
+    assert "size: 1433M" in done.stdout  # 0.7 of a 2G image
+
+
+@pytest.mark.parametrize(
+    ("mail", "message"),
+    [
+        ("just prose, no commands\n", "nothing to reproduce"),
+        ("$ mount -o noatime /dev/sdb /mnt\n", "nothing to reproduce"),
+        ("", "nothing to reproduce"),
+    ],
+)
+def test_nothing_to_reproduce_is_one_line(mail: str, message: str) -> None:
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("iolab: <stdin>: ") and message in line
+
+
+def test_run_needs_a_plan_file() -> None:
+    done = iolab("reproduce", str(THREADS / "iversion.txt"), "--run")
+    assert done.exit_code == 2
+    assert done.stderr.strip() == "iolab: --run needs -o PLAN: ab runs a plan file"
+
+
+def test_run_hands_the_plan_to_ab(tmp_path: Path) -> None:
+    """--run starts `iolab ab` on the written plan; ab refuses a plan with requirements
+    before anything touches the machine."""
+    out = tmp_path / "mp.yaml"
+    db = str(tmp_path / "s.db")
+    done = iolab("--db", db, "reproduce", str(THREADS / "multipath.txt"), "-o", str(out), "--run")
+    assert done.exit_code == 3, done.output
+    assert out.exists()
+    assert f"iolab: {out}: refusing: the plan requires a target" in done.stderr
+
+
+@pytest.mark.lab
+def test_iversion_plan_runs_quick(tmp_path: Path) -> None:
+    """The iversion thread's plan, run with --quick here: real fio on an ext4 loop image,
+    mounted -o iversion and -o noiversion."""
+    out = tmp_path / "iv.yaml"
+    db = str(tmp_path / "s.db")
+    assert iolab("reproduce", str(THREADS / "iversion.txt"), "-o", str(out)).exit_code == 0
+    done = iolab("--db", db, "run", "--quick", str(out))
+    assert done.exit_code == 0, done.output
+    assert "6/6 samples stored" in done.output
+    from iolab.store import open_store
+
+    store = open_store(db)
+    try:
+        samples = store.samples(run_id=1, with_jobs=False, with_histograms=False)
+    finally:
+        store.close()
+    assert sorted({s.variant for s in samples}) == ["iversion", "noiversion"]
+    assert all(s.metrics["write.iops"] > 0 for s in samples)
