@@ -36,7 +36,7 @@ def _readers() -> dict[str, Reader]:
     fio_json = _module("fio_json")
     if fio_json is not None:
         readers["fio_json"] = fio_json.parse
-    for name in ("fio_terse", "fio_text", "xfs_io", "dd"):
+    for name in ("fio_terse", "fio_text", "xfs_io", "dd", "io_uring", "case_rows"):
         module = _module(name)
         if module is not None:
             readers[name] = _line_reader(module)

@@ -129,6 +129,17 @@ def build(
     for job in jobs:
         command_lines.update(range(job.first, job.last + 1))
     prose = context.paragraphs(lines, numbers, command_lines)
+    if not jobs:  # a fio command running a job file the mail does not paste measures nothing
+        for command in [c for c in found if isinstance(c, commands.Fio) and c.job_files]:
+            if len(command.sections) == 1 and not command.sections[0][1]:
+                found.remove(command)
+                draft.ignored.append(
+                    (
+                        command.line.where,
+                        _short(command.line.text),
+                        f"runs job file {command.job_files[0]}, which the mail does not paste",
+                    )
+                )
     if (
         not any(isinstance(c, commands.Fio | commands.XfsIo | commands.Dd) for c in found)
         and not jobs
@@ -255,6 +266,15 @@ class _Paths:
                 self.notes.append(f"{where}: {path} becomes {{mnt}}/{rest.rsplit('/', 1)[-1]}")
                 rest = rest.rsplit("/", 1)[-1]
             return f"{{mnt}}/{rest}"
+        if path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/")):
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if directory or not name:
+                self.notes.append(f"{where}: {path} is off the mail's mount; the plan uses {{mnt}}")
+                return "{mnt}"
+            self.notes.append(
+                f"{where}: {path} is off the mail's mount ({mnt}); the plan writes {{mnt}}/{name}"
+            )
+            return f"{{mnt}}/{name}"
         return path
 
 
@@ -269,7 +289,7 @@ def _workload(
     prose: list[context.Paragraph],
 ) -> None:
     fios = [c for c in found if isinstance(c, commands.Fio)]
-    measured = [f for f in fios if not f.create_only and not f.job_files]
+    measured = [f for f in fios if not f.create_only and (not f.job_files or not jobs)]
     prepass = [f for f in fios if f.create_only]
     named_files = [f for f in fios if f.job_files and not f.create_only]
     if measured or (jobs and (named_files or not _other_tools(found))):
@@ -277,6 +297,8 @@ def _workload(
         rest = [c for c in found if isinstance(c, commands.XfsIo | commands.Dd)]
     else:
         tools = [c for c in found if isinstance(c, commands.XfsIo | commands.Dd)]
+        if not tools:
+            raise NothingToReproduce("no workload command the plan could run")
         chosen = tools[0]
         rest = tools[1:]
         if isinstance(chosen, commands.XfsIo):

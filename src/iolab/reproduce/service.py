@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from iolab.errors import IngestError, PlanError
+from iolab.errors import IngestError, IolabError, PlanError
 from iolab.ingest import mail
 from iolab.reproduce import draft as drafting
 from iolab.reproduce import writer
@@ -119,7 +119,7 @@ def _check_loads(plan_text: str, source: str) -> None:
         for profile in (None, "quick"):
             try:
                 load_plan(path, profile)
-            except PlanError as exc:
+            except IolabError as exc:  # invalid, or refused by the lab's path rules
                 message = exc.message.replace(path, "the drafted plan")
                 raise PlanError(
                     f"{source}: the plan drafted from it does not load: {message}"
