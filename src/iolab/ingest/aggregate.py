@@ -49,9 +49,12 @@ def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
     if not parts:
         return {}
     total = sum(n for n, _, _ in parts)
-    mean = sum(n * m for n, m, _ in parts) / total
+    # weights first: n * m of absurd figures (1e297 ns over 1e5 I/Os) would overflow
+    mean = sum((n / total) * m for n, m, _ in parts)
+    if not math.isfinite(mean):
+        return {}
     # pooled variance: E[x^2] - mean^2, with each job's population-style variance
-    second = sum(n * (s * s + m * m) for n, m, s in parts) / total
+    second = sum((n / total) * (s * s + m * m) for n, m, s in parts)
     out = {f"{prefix}.mean": mean}
     spread = second - mean * mean
     if math.isfinite(spread):  # squares of absurd means (1e149 ns) overflow: no stddev then
