@@ -222,3 +222,12 @@ def test_iversion_plan_runs_quick(tmp_path: Path) -> None:
         store.close()
     assert {s.variant for s in samples} == {"iversion", "noiversion"}
     assert all(s.metrics["write.iops"] > 0 for s in samples)
+
+
+def test_docs_show_the_real_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/reproduce.md's listing of the ext4 IOPS thread is the command's own output."""
+    monkeypatch.chdir(tmp_path)
+    done = iolab("reproduce", str(THREADS / "ext4-iops.txt"), "-o", "plan.yaml")
+    assert done.exit_code == 0, done.output
+    docs = (Path(__file__).parent.parent / "docs" / "reproduce.md").read_text()
+    assert done.stdout in docs

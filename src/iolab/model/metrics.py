@@ -60,6 +60,7 @@ _H, _L, _N = Direction.HIGHER, Direction.LOWER, Direction.NEUTRAL
 # (pattern, unit, direction, description) — first match wins.
 _TABLE: tuple[tuple[str, str, Direction, str], ...] = (
     (rf"{_DIR}\.iops", "ops/s", _H, "I/O operations per second"),
+    (rf"{_DIR}\.iops_max", "ops/s", _H, "the best second's I/O rate (t/io_uring)"),
     (rf"{_DIR}\.bw_bytes", "B/s", _H, "bandwidth in bytes per second"),
     (rf"{_DIR}\.io_bytes", "B", _N, "bytes transferred"),
     (rf"{_DIR}\.total_ios", "count", _N, "I/Os completed"),

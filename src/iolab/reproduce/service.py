@@ -65,12 +65,18 @@ def reproduce(text: str, source: str) -> Reproduction:
     _check_loads(plan_text, source)
     return Reproduction(
         plan_text,
-        found.used,
-        found.ignored,
+        sorted(found.used, key=_line_order),
+        sorted(found.ignored, key=_line_order),
         found.notes,
         [name for name, _, _ in found.requires],
         [str(v.overrides["kernel"]) for v in found.variants if "kernel" in v.overrides],
     )
+
+
+def _line_order(entry: tuple[str, str, str]) -> int:
+    """`line 25` / `lines 40-43` → 25: the listing in mail order."""
+    digits = "".join(ch if ch.isdigit() else " " for ch in entry[0]).split()
+    return int(digits[0]) if digits else 0
 
 
 def _subject(text: str) -> str | None:
