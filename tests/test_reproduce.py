@@ -231,3 +231,72 @@ def test_docs_show_the_real_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert done.exit_code == 0, done.output
     docs = (Path(__file__).parent.parent / "docs" / "reproduce.md").read_text()
     assert done.stdout in docs
+
+
+RAW_MAIL = """\
+On our Samsung PM1733 NVMe drives we see a drop on 6.12-rc1 compared to 6.11:
+
+# echo mq-deadline > /sys/block/nvme0n1/queue/scheduler
+# fio --name=randwrite --ioengine=libaio --iodepth=32 --rw=randwrite --bs=4k \\
+  --direct=1 --size=4G --numjobs=8 --runtime=60 --group_reporting \\
+  --filename=/dev/nvme0n1
+"""
+
+
+def test_raw_device_mail(tmp_path: Path) -> None:
+    out = tmp_path / "raw.yaml"
+    done = iolab("reproduce", "-", "-o", str(out), input=RAW_MAIL)
+    assert done.exit_code == 0, done.output
+    plan = load_plan(str(out))
+    case = plan.cases[0]
+    assert case.filesystem is None
+    assert case.queue == {"scheduler": "mq-deadline"}
+    assert "filename={dev0}" in (case.workload.fio_text or "")
+    # 4G of the device does not fit a 2G loop image in RAM: scaled, and said
+    assert case.target.size_bytes == 2 << 30
+    assert "size=2048M" in (case.workload.fio_text or "")
+    assert "SCALED: the job spans 4G of each device (lines 4-6)" in done.stdout
+    assert list(plan.requires) == ["device-model"]
+    assert plan.baseline == "6.11"  # no revert: the older kernel is where it was good
+    assert [c.kernel for c in plan.cases] == ["6.11", "6.12-rc1"]
+
+
+XFS_MAIL = """\
+Subject: Re: xfs: buffered write throughput halves with dirty_bytes=64M
+
+> The recipe:
+>
+> $ sudo mkfs.xfs -f -b size=4096 -d agcount=4 /dev/sdb
+> $ sudo mount -o noatime,logbsize=256k /dev/sdb /scratch
+> $ sudo sysctl -w vm.dirty_bytes=67108864
+> $ for i in 1 2 3; do sync; done
+> $ dd if=/dev/zero of=/scratch/f bs=1M count=512 conv=fsync
+> $ perf record -a -g -- sleep 5
+"""
+
+
+def test_quoted_xfs_dd_mail(tmp_path: Path) -> None:
+    out = tmp_path / "xfs.yaml"
+    done = iolab("reproduce", "-", "-o", str(out), input=XFS_MAIL)
+    assert done.exit_code == 0, done.output
+    plan = load_plan(str(out))
+    case = plan.cases[0]
+    assert case.filesystem is not None
+    assert (case.filesystem.type, case.filesystem.mkfs_options) == (
+        "xfs",
+        ("-b", "size=4096", "-d", "agcount=4"),
+    )
+    assert case.filesystem.mount_options == ("noatime", "logbsize=256k")
+    assert case.sysctls == {"vm.dirty_bytes": "67108864"}
+    assert case.workload.argv == (
+        "dd",
+        "if=/dev/zero",
+        "of={mnt}/f",
+        "bs=1M",
+        "count=512",
+        "conv=fsync",
+    )
+    assert plan.name == "xfs-buffered-write-throughput-halves-with-dirty-bytes-64m"
+    assert re.search(r"line 8 +for i in 1 2 3; do sync; done +— shell control flow", done.stdout)
+    assert re.search(r"line 10 +perf record -a -g -- sleep 5 +— perf is not one of", done.stdout)
+    assert "mkfs -f: force" in done.stdout

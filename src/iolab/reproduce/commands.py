@@ -244,6 +244,8 @@ def _looks_like_command(words: list[str], text: str) -> bool:
     """`mount -o iversion /dev/loop0 /mnt` is a command; "mount it again and..." is prose."""
     if len(words) == 1:
         return words[0] in ("sync", "set", "fi", "done") or "/" in words[0]
+    if words[0] in ("if", "for", "while") and re.search(r";\s*(?:then|do)\b", text):
+        return True  # `for i in 1 2 3; do sync; done`
     rest = words[1:]
     if any(w.startswith(("-", "/", "$", "{", "./")) or "=" in w for w in rest):
         return True

@@ -429,6 +429,7 @@ def _fit_fio(draft: Draft, sections: tuple[Section, ...], where: str) -> None:
     """The bytes the job's files take; sizes scaled down when they do not fit here."""
     glob = dict(sections[0][1]) if sections and sections[0][0] == "global" else {}
     need = 0
+    raw = 0  # the largest size a job on a block device spans
     shared: set[str] = set()
     for name, options in sections:
         if name == "global" and len(sections) > 1:
@@ -436,9 +437,12 @@ def _fit_fio(draft: Draft, sections: tuple[Section, ...], where: str) -> None:
         merged = {**glob, **dict(options)}
         size = next((merged[k] for k in _SIZE_KEYS if merged.get(k)), None)
         filename = merged.get("filename")
-        if size is None or (filename and commands.is_device(filename)):
+        if size is None:
             continue
         each = size_value(str(size).split("-")[-1].split(":")[-1]) or 0
+        if filename and commands.is_device(filename.split(":")[0]):
+            raw = max(raw, each)
+            continue
         jobs = int(merged.get("numjobs") or 1) if str(merged.get("numjobs") or "1").isdigit() else 1
         if filename:
             if filename in shared:
@@ -447,7 +451,27 @@ def _fit_fio(draft: Draft, sections: tuple[Section, ...], where: str) -> None:
             need += each
         else:
             need += each * jobs
+    if raw > IMAGE_DEFAULT:
+        _fit_device(draft, raw, where)
     _fit(draft, need, where)
+
+
+def _fit_device(draft: Draft, span: int, where: str) -> None:
+    """A job on a block device spans `span` bytes of it: the loop device is made that large,
+    or, beyond what a loop image in RAM may take here, the span is scaled to it."""
+    wanted = math.ceil(span / (256 << 20)) * (256 << 20)
+    if wanted <= IMAGE_MAX:
+        draft.target_size = wanted
+        draft.target_note = f"the job spans {_human(span)} of each device ({where})"
+        return
+    draft.target_size = IMAGE_MAX
+    factor = IMAGE_MAX / span
+    draft.target_note = (
+        f"SCALED: the job spans {_human(span)} of each device ({where}), more than a "
+        f"{_human(IMAGE_MAX)} loop image in RAM holds here; its sizes are scaled by {factor:.3g}"
+    )
+    draft.notes.append(draft.target_note)
+    draft.fio_text = _scale_sizes(draft.fio_text, factor)
 
 
 def _fit(draft: Draft, need: int, where: str) -> None:
@@ -688,8 +712,10 @@ def _mount_variants(draft: Draft, mounts: list[commands.Mount]) -> None:
 def _kernel_variants(
     draft: Draft, kernels: list[context.Found], revert: context.Found | None
 ) -> None:
-    newest = max(kernels, key=lambda k: _version_key(k.value))
-    base = newest
+    # with a revert, the kernel it is applied to is the baseline (does the revert fix it?);
+    # else the oldest kernel named (the good one a regression is measured from)
+    ordered = sorted(kernels, key=lambda k: _version_key(k.value))
+    base = ordered[-1] if revert is not None else ordered[0]
     draft.variants.append(
         Variant(base.value, {"kernel": base.value}, Ref(f"line {base.line}", base.quote))
     )
