@@ -190,6 +190,9 @@ def test_run_needs_a_plan_file() -> None:
     done = iolab("reproduce", str(THREADS / "iversion.txt"), "--run")
     assert done.exit_code == 2
     assert done.stderr.strip() == "iolab: --run needs -o PLAN: ab runs a plan file"
+    alone = iolab("reproduce", str(THREADS / "iversion.txt"), "--max-blocks", "3")
+    assert alone.exit_code == 2
+    assert alone.stderr.strip() == "iolab: --quick and --max-blocks go with --run"
 
 
 def test_run_hands_the_plan_to_ab(tmp_path: Path) -> None:

@@ -24,15 +24,30 @@ from iolab.textsafe import shown
 )
 @click.option("--run", "run", is_flag=True, help="Then run `iolab ab` on the plan (needs -o).")
 @click.option("--quick", is_flag=True, help="With --run: use the plan's `quick` profile.")
+@click.option(
+    "--max-blocks",
+    "max_blocks",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --run: at most N blocks (ab's --max-blocks).",
+)
 @click.pass_context
-def command(ctx: click.Context, mail_path: str, output: str | None, run: bool, quick: bool) -> None:
+def command(
+    ctx: click.Context,
+    mail_path: str,
+    output: str | None,
+    run: bool,
+    quick: bool,
+    max_blocks: int | None,
+) -> None:
     """Write the plan a pasted report's mkfs, mount and fio/xfs_io/dd lines imply."""
     from iolab.reproduce.service import reproduce, write_plan
 
     if run and output is None:
         raise IolabError("--run needs -o PLAN: ab runs a plan file")
-    if quick and not run:
-        raise IolabError("--quick goes with --run (the plan always has its quick profile)")
+    if (quick or max_blocks is not None) and not run:
+        raise IolabError("--quick and --max-blocks go with --run")
     text = _read(mail_path)
     source = "<stdin>" if mail_path == "-" else mail_path
     done = reproduce(text, source)
@@ -63,7 +78,7 @@ def command(ctx: click.Context, mail_path: str, output: str | None, run: bool, q
     if run:
         from iolab.cli.ab_cmd import command as ab_command
 
-        ctx.invoke(ab_command, plan_path=output, quick=quick)
+        ctx.invoke(ab_command, plan_path=output, quick=quick, max_blocks=max_blocks)
 
 
 def _echo(to_stderr: bool) -> Callable[[str], None]:
