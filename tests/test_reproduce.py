@@ -303,3 +303,68 @@ def test_quoted_xfs_dd_mail(tmp_path: Path) -> None:
     assert re.search(r"line 8 +for i in 1 2 3; do sync; done +— shell control flow", done.stdout)
     assert re.search(r"line 10 +perf record -a -g -- sleep 5 +— perf is not one of", done.stdout)
     assert "mkfs -f: force" in done.stdout
+
+
+JOB_FILE_MAIL = """\
+Here is the job (seq.fio):
+
+    [global]
+    ioengine=psync
+    directory=/data/test
+    size=256m
+    ; comment
+    [seqwrite]
+    rw=write
+    bs=1m
+    end_fsync=1
+
+    [randread]
+    stonewall
+    rw=randread
+    bs=4k
+
+$ mkfs.btrfs -f /dev/sdc && mount /dev/sdc /data
+$ fio seq.fio --output-format=json+
+"""
+
+
+def test_pasted_job_file_and_chained_commands(tmp_path: Path) -> None:
+    out = tmp_path / "jf.yaml"
+    done = iolab("reproduce", "-", "-o", str(out), input=JOB_FILE_MAIL)
+    assert done.exit_code == 0, done.output
+    case = load_plan(str(out)).cases[0]
+    assert case.filesystem is not None and case.filesystem.type == "btrfs"
+    assert case.workload.fio_text == (
+        "[global]\nioengine=psync\ndirectory={mnt}\nsize=256m\n[seqwrite]\nrw=write\nbs=1m\n"
+        "end_fsync=1\n[randread]\nstonewall\nrw=randread\nbs=4k\n"
+    )
+    # `mkfs … && mount …` is two commands; the mount point makes /data/test a subdirectory
+    assert re.search(r"line 18 +mount /dev/sdc /data +→ the mount point", done.stdout)
+    assert "/data/test is a directory the author made" in done.stdout
+    assert re.search(
+        r"line 19 +fio seq.fio --output-format=json\+ +→ runs the job file", done.stdout
+    )
+
+
+def test_robot_mail_has_nothing_here_and_other_readers_plug_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test robot's report has parameters, not command lines: refused in one line unless a
+    reader in OTHER_READERS (where the robot-mail reproduction plugs in) answers."""
+    from iolab.reproduce import service
+
+    robot = (
+        "kernel test robot noticed a -34.9% regression of fio.write_iops on:\n\n"
+        "testcase: fio-basic\nparameters:\n\n\truntime: 300s\n\tfs: xfs\n\trw: write\n\n"
+        "To reproduce:\n\n        git clone https://github.com/intel/lkp-tests.git\n"
+        "        cd lkp-tests\n        sudo bin/lkp install job.yaml\n"
+    )
+    done = iolab("reproduce", "-", input=robot)
+    assert done.exit_code == 2
+    assert done.stderr.strip() == (
+        "iolab: <stdin>: no fio, xfs_io or dd command line and no fio job file in it: "
+        "nothing to reproduce"
+    )
+    answer = service.Reproduction("name: robot\n", [], [], ["from parameters"], [], [])
+    monkeypatch.setattr(service, "OTHER_READERS", [lambda text, source: answer])
+    assert service.reproduce(robot, "robot") is answer

@@ -106,24 +106,9 @@ def build(
     draft = Draft(
         name=_name(subject, source), description=_describe(subject, source), source=source
     )
-    for line in shell.logical_lines(lines, depths, offset):
-        if not line.text:
-            continue
-        recognised = commands.recognise(line, variables)
-        if recognised is None:
-            if shell.assignment(line.text) is not None:
-                command_lines.update(range(line.first, line.last + 1))
-            continue
-        command_lines.update(range(line.first, line.last + 1))
-        key = " ".join(line.text.split())
-        if key in seen:
-            draft.ignored.append((line.where, _short(line.text), f"a quoted copy of {seen[key]}"))
-            continue
-        seen[key] = line.where
-        if isinstance(recognised, commands.Ignored):
-            draft.ignored.append((line.where, _short(line.text), recognised.why))
-        else:
-            found.append(recognised)
+    for whole in shell.logical_lines(lines, depths, offset):
+        for line in shell.split_commands(whole) if whole.text else []:
+            _read_line(draft, line, variables, found, seen, command_lines)
     numbers = [offset + i + 1 for i in range(len(lines))]
     jobs = _unique_jobs(jobfile.find(lines, numbers))
     for job in jobs:
@@ -158,6 +143,32 @@ def build(
     _requirements(draft, prose, paths)
     _target(draft, paths, prose)
     return draft
+
+
+def _read_line(
+    draft: Draft,
+    line: shell.Line,
+    variables: shell.Variables,
+    found: list[commands.Command],
+    seen: dict[str, str],
+    command_lines: set[int],
+) -> None:
+    """One shell command of the mail: remembered, used, or listed as ignored."""
+    recognised = commands.recognise(line, variables)
+    if recognised is None:
+        if shell.assignment(line.text) is not None:
+            command_lines.update(range(line.first, line.last + 1))
+        return
+    command_lines.update(range(line.first, line.last + 1))
+    key = " ".join(line.text.split())
+    if key in seen:
+        draft.ignored.append((line.where, _short(line.text), f"a quoted copy of {seen[key]}"))
+        return
+    seen[key] = line.where
+    if isinstance(recognised, commands.Ignored):
+        draft.ignored.append((line.where, _short(line.text), recognised.why))
+    else:
+        found.append(recognised)
 
 
 def _unique_jobs(jobs: list[jobfile.JobFile]) -> list[jobfile.JobFile]:
@@ -220,7 +231,8 @@ def _filesystem(
     if mounts:
         draft.mount_options, draft.mount_ref = list(mounts[0].options), _ref(mounts[0].line)
         for mount in mounts:
-            draft.used.append((mount.line.where, _short(mount.line.text), "mount_options"))
+            what = "mount_options" if mount.options else "the mount point ({mnt})"
+            draft.used.append((mount.line.where, _short(mount.line.text), what))
     if draft.fstype is None and (mounts or not mkfs):
         named = context.filesystem(prose, subject)
         if named is not None:

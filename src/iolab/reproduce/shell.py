@@ -90,6 +90,42 @@ def logical_lines(lines: list[str], depths: list[int], offset: int = 0) -> list[
     return out
 
 
+_CONTROL = re.compile(r"^(?:if|for|while|until|case|then|do|else|elif)\b")
+
+
+def split_commands(line: Line) -> list[Line]:
+    """`mkfs.xfs -f /dev/sdb && mount /dev/sdb /mnt` → two lines (same mail lines); a shell
+    loop or conditional stays whole (it is reported as control flow)."""
+    text = line.text
+    if _CONTROL.match(text) or not any(sep in text for sep in ("&&", "||", ";")):
+        return [line]
+    parts: list[str] = []
+    quote: str | None = None
+    start = i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote is not None:
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"':
+                i += 1
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "\\":
+            i += 1
+        elif text.startswith(("&&", "||"), i) or ch == ";":
+            parts.append(text[start:i])
+            i += 1 if ch == ";" else 2
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    pieces = [p.strip() for p in parts if p.strip()]
+    if len(pieces) <= 1:
+        return [line]
+    return [Line(line.first, line.last, piece, line.depth) for piece in pieces]
+
+
 def out_is_command(text: str) -> bool:
     """Whether a line starts with a program re-wrapped options would belong to."""
     words = _PROMPT.sub("", text, count=1).split()
