@@ -368,3 +368,17 @@ def test_robot_mail_has_nothing_here_and_other_readers_plug_in(
     answer = service.Reproduction("name: robot\n", [], [], ["from parameters"], [], [])
     monkeypatch.setattr(service, "OTHER_READERS", [lambda text, source: answer])
     assert service.reproduce(robot, "robot") is answer
+
+
+def test_revert_captions_without_a_kernel() -> None:
+    on = (THREADS / "out" / "iversion-on.txt").read_text()
+    off = (THREADS / "out" / "iversion-off.txt").read_text()
+    mail = (
+        "fio --name=t --directory=/mnt --rw=randwrite --bs=4k --size=64M\n\n"
+        f"w/o revert:\n\n{on}\nwith revert of 0123456789abcdef:\n\n{off}"
+    )
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 0, done.output
+    assert "  base:\n    kernel: base\n" in done.stdout
+    assert "  base+revert-0123456789ab:\n    kernel: base+revert-0123456789ab\n" in done.stdout
+    assert "baseline: base\n" in done.stdout

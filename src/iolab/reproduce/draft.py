@@ -683,8 +683,20 @@ def _variants(
     if kernels:
         _kernel_variants(draft, kernels, revert)
         return
+    if revert is not None and not context.is_patch(subject):
+        name = "base+revert" + (f"-{revert.value}" if revert.value else "")
+        draft.variants = [
+            Variant("base", {"kernel": "base"}, Ref(f"line {revert.line}", revert.quote)),
+            Variant(name, {"kernel": name}, Ref(f"line {revert.line}", revert.quote)),
+        ]
+        draft.baseline = "base"
+        draft.variants_note = (
+            "the mail measured a revert but names no kernel: set each kernel: to the "
+            "`uname -r` of your build without and with the revert"
+        )
+        return
     sides = _patch_sides(captions)
-    if sides is not None and (context.is_patch(subject) or revert is None):
+    if sides is not None:
         without, with_ = sides
         draft.variants = [
             Variant(
