@@ -382,3 +382,14 @@ def test_revert_captions_without_a_kernel() -> None:
     assert "  base:\n    kernel: base\n" in done.stdout
     assert "  base+revert-0123456789ab:\n    kernel: base+revert-0123456789ab\n" in done.stdout
     assert "baseline: base\n" in done.stdout
+
+
+def test_prose_naming_a_program_is_not_a_command() -> None:
+    mail = (
+        "xfs_io -f -c 'pwrite 0 64M' /mnt/f\n\n"
+        "dd is slower here, and mount takes longer\n"
+        "fio shows it too\n"
+    )
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 0, done.output
+    assert "used (1 mail lines):" in done.stderr and "ignored" not in done.stderr

@@ -9,12 +9,13 @@ The modules, in the order the text flows through them:
                `echo N > /proc/sys/...`, `echo X > /sys/block/*/queue/*`), and the reasons the
                other commands are left out;
 - `jobfile`  — fio job files pasted as text (`[global]` …);
-- `robot`    — a test robot's `testcase:` / `parameters:` header lines (0-day's fio-basic);
 - `context`  — what the prose says: kernels, reverts, patches, stacks and device models;
 - `draft`    — the choices (filesystem, mount options, workload, knobs, variants, sizes), each
                with the mail lines it came from;
 - `writer`   — the plan YAML, every choice commented with its mail line;
-- `service`  — `reproduce(text, source)`: all of the above, and a check that the plan loads.
+- `service`  — `reproduce(text, source)`: all of the above, and a check that the plan loads;
+               a mail with no command line goes to `service.OTHER_READERS` first (where a
+               test robot's report, 0-day's `testcase:`/`parameters:`, plugs in).
 
 Nothing here touches the machine; `iolab reproduce --run` hands the written plan to `iolab ab`.
 """

@@ -202,7 +202,6 @@ _FIO_DROPPED = {
     "warnings-fatal": "option checking",
     "alloc-size": "fio's own shared memory",
 }
-_FIO_BARE = frozenset(["thread", "time_based", "group_reporting", "create_only"])
 _DEV = re.compile(r"^/dev/\S+$")
 
 
@@ -221,7 +220,7 @@ def recognise(line: shell.Line, variables: shell.Variables) -> Command | Ignored
     program = words[0].rsplit("/", 1)[-1] if words[0].startswith(("/", "./")) else words[0]
     if program not in _KNOWN and not program.startswith("mkfs.") and not _is_io_uring(words[0]):
         return None
-    if not _looks_like_command(words, text):
+    if not _looks_like_command(words, text) or not _has_arguments(program, words[1:]):
         return None
     if program == "echo" and target is not None:
         return _echo(line, target[0], target[1])
@@ -250,6 +249,19 @@ def _looks_like_command(words: list[str], text: str) -> bool:
     if any(w.startswith(("-", "/", "$", "{", "./")) or "=" in w for w in rest):
         return True
     return not re.search(r"[A-Za-z]{3,}[,.;:]\s", text + " ") and len(words) <= 4
+
+
+def _has_arguments(program: str, args: list[str]) -> bool:
+    """The arguments a real command of this program has (`dd is slower` is prose)."""
+    if program == "dd":
+        return any("=" in a for a in args)
+    if program == "xfs_io":
+        return any(a == "-c" or a.startswith("-c") for a in args)
+    if program in ("mount", "mke2fs", "mkfs") or program.startswith("mkfs."):
+        return any(a.startswith(("-", "/", "$")) for a in args)
+    if program == "fio":
+        return any(a.startswith(("-", "/", "$", "./")) or "." in a for a in args)
+    return True
 
 
 def _is_io_uring(word: str) -> bool:
