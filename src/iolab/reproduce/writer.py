@@ -54,6 +54,8 @@ def render(draft: Draft) -> str:
     out.note(
         0, "Every choice names the mail line it came from; read them before trusting a verdict."
     )
+    if draft.description.startswith("reproduces: "):
+        out.note(0, "name and description: the mail's Subject")
     out.key(0, "name", draft.name)
     out.key(0, "description", draft.description)
     out.lines.append("")
@@ -62,6 +64,7 @@ def render(draft: Draft) -> str:
         out.note(2, draft.target_note)
     size = draft.target_size
     out.key(2, "size", f"{size >> 30}G" if size % (1 << 30) == 0 else f"{size >> 20}M")
+    out.note(2, "iolab's choice: a loop image in RAM (quiet, and nothing of this host's disks)")
     out.key(2, "backing", "ram")
     if draft.target_count > 1:
         out.key(2, "count", draft.target_count)
@@ -102,6 +105,7 @@ def render(draft: Draft) -> str:
         out.lines.append("")
         out.note(0, draft.variants_note)
     out.lines.append("")
+    out.note(0, "iolab's choices, not the mail's: 10 randomized blocks, a fresh fs each sample")
     out.key(0, "repeat", 10)
     out.key(0, "prepare")
     out.key(2, "mkfs", "per-sample")
