@@ -4,6 +4,7 @@ with the mail's mkfs, mount, fio and xfs_io options and the variants the mail co
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -393,3 +394,20 @@ def test_prose_naming_a_program_is_not_a_command() -> None:
     done = iolab("reproduce", "-", input=mail)
     assert done.exit_code == 0, done.output
     assert "used (1 mail lines):" in done.stderr and "ignored" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: t.replace(" \\\n", "\n"),  # a mail client lost the continuations
+        lambda t: "".join(f"> {x}\n" for x in t.splitlines()),  # quoted in a reply
+        lambda t: t.replace("\n", "\r\n"),  # CRLF line ends
+    ],
+    ids=["rewrapped", "quoted", "crlf"],
+)
+def test_mangled_ext4_thread_gives_the_same_plan(mangle: Callable[[str], str]) -> None:
+    text = (THREADS / "ext4-iops.txt").read_text()
+    plain = iolab("reproduce", "-", input=text)
+    mangled = iolab("reproduce", "-", input=mangle(text))
+    assert plain.exit_code == mangled.exit_code == 0, mangled.output
+    assert mangled.stdout == plain.stdout
