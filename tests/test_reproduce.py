@@ -411,3 +411,15 @@ def test_mangled_ext4_thread_gives_the_same_plan(mangle: Callable[[str], str]) -
     mangled = iolab("reproduce", "-", input=mangle(text))
     assert plain.exit_code == mangled.exit_code == 0, mangled.output
     assert mangled.stdout == plain.stdout
+
+
+def test_versions_of_other_tools_are_not_kernels() -> None:
+    mail = (
+        "With fio 3.33 and gcc-12.2 on Debian 12, kernel 6.1 writes slower than 5.15:\n\n"
+        "fio --name=t --directory=/mnt --rw=write --bs=1M --size=64M\n"
+    )
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 0, done.output
+    assert done.stderr.strip().endswith(
+        "kernels: 5.15, 6.1 (variants that run on a host that boots kernels)"
+    )

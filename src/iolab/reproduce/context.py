@@ -16,6 +16,12 @@ _VERSION = re.compile(
     r"(?<![\w.+/-])v?(?P<v>[2-7]\.\d{1,2}(?:\.(?:\d{1,3}|y))?(?:-rc\d{1,2})?)"
     r"(?![\w+%/]|\.\d|-\w|\s*(?:times|GB|MB|GiB|MiB|ms|seconds|points|percent)\b)"
 )
+# A version of something else: `fio 3.33`, `gcc-12.2`, `Ubuntu 22.04`, `xfsprogs 6.1`.
+_OTHER_TOOL = re.compile(
+    r"(?:fio|gcc|clang|python|glibc|ubuntu|debian|rhel|centos|fedora|rocky|suse|qemu|"
+    r"xfsprogs|e2fsprogs|btrfs-progs|liburing|util-linux|version)[\s:-]*v?$",
+    re.I,
+)
 _KERNEL_TALK = re.compile(r"\b(?:kernels?|linux|stable|mainline|upstream)\b|-rc\d|\.y\b", re.I)
 _REVERT = re.compile(r"\brevert(?:s|ed|ing)?\b", re.I)
 _SHA = re.compile(r"(?<![\w/.-])(?P<sha>[0-9a-f]{12,40})(?![\w-])")
@@ -123,6 +129,8 @@ def kernels(found_in: list[Paragraph], captions: list[tuple[str, int]]) -> list[
         for match in _VERSION.finditer(text):
             version = match.group("v")
             if not (_KERNEL_TALK.search(text) or "-rc" in version or version.endswith(".y")):
+                continue
+            if _OTHER_TOOL.search(text[max(0, match.start() - 16) : match.start()]):
                 continue
             line = paragraph.line_of(match.start())
             seen.setdefault(version, Found(version, line, _around(text, match.start())))
