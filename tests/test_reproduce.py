@@ -423,3 +423,24 @@ def test_versions_of_other_tools_are_not_kernels() -> None:
     assert done.stderr.strip().endswith(
         "kernels: 5.15, 6.1 (variants that run on a host that boots kernels)"
     )
+
+
+@pytest.mark.parametrize(
+    ("prose", "needs"),
+    [
+        ("64 threads Intel Xeon Gold 6346 CPU with 256G memory", []),
+        ("On Samsung 980 PRO drives", ["device-model"]),
+        ("an Intel P4510 drive", ["device-model"]),
+        ("Intel Core i7 with a WD SSD", ["device-model"]),
+        ("md RAID5 of 4 disks", ["md-raid"]),
+        ("built with mdadm --create /dev/md0", ["md-raid"]),
+        ("multipath with 2 paths", ["dm-multipath"]),
+        ("Creating 100GB volume with IO1 500 iops", ["cloud-volume"]),
+        ("a plain loop device", []),
+    ],
+)
+def test_requirements_in_prose(prose: str, needs: list[str]) -> None:
+    from iolab.reproduce import context
+
+    found = context.requirements([context.Paragraph(1, ((1, prose),))], [])
+    assert [f.value for f in found] == needs

@@ -48,9 +48,10 @@ _REQUIREMENTS = (
     (
         "device-model",
         re.compile(
-            r"\b(?:Samsung|Intel|Micron|Kioxia|Toshiba|Seagate|WDC|Western Digital|SK ?hynix|"
-            r"Solidigm|Optane|Crucial|Memblaze|Huawei ES\d+)\b[^,.;()]{0,40}"
-            r"\b(?:NVMe|SSD|HDD|P\d{4}\w*|PM\d{3,4}\w*|9\d0 PRO|\d{3,4}[A-Z]?)\b"
+            r"\b(?:Samsung|Intel|Micron|Kioxia|Toshiba|Seagate|WDC?|Western Digital|SK ?hynix|"
+            r"Solidigm|Optane|Crucial|Memblaze|Huawei ES\d+)\b"
+            r"(?:(?!\b(?:CPU|Xeon|Core|Atom|processor)\b)[^,.;()]){0,40}"
+            r"\b(?:NVMe|SSD|HDD|P\d{4}\w*|PM\d{3,4}\w*|9\d0 PRO)\b"
         ),
     ),
     (
