@@ -127,9 +127,10 @@ def kernels(found_in: list[Paragraph], captions: list[tuple[str, int]]) -> list[
     seen: dict[str, Found] = {}
     for paragraph in found_in:
         text = paragraph.text
+        talk = _KERNEL_TALK.search(text) is not None  # once: a long paragraph has many matches
         for match in _VERSION.finditer(text):
             version = match.group("v")
-            if not (_KERNEL_TALK.search(text) or "-rc" in version or version.endswith(".y")):
+            if version in seen or not (talk or "-rc" in version or version.endswith(".y")):
                 continue
             if _OTHER_TOOL.search(text[max(0, match.start() - 16) : match.start()]):
                 continue
