@@ -1,0 +1,55 @@
+"""Find every comparison table in a text — 0-day/LKP, mmtests, fsperf, benchstat.
+
+Like the result readers (ingest.detect), by content: a saved message is reduced to its
+plain-text body, quote prefixes are removed line by line, then each table reader reports
+the tables it recognises.  Readers never raise on what they do not recognise; a text with
+no table gives an empty list.
+"""
+
+from __future__ import annotations
+
+import re
+
+from iolab.ingest import benchstat, fsperf, lkp, mail, mmtests
+from iolab.model.comparison import Comparison
+
+READERS = (lkp, mmtests, fsperf, benchstat)
+
+
+def find_comparisons(text: str, source: str) -> list[Comparison]:
+    """Every comparison table in `text`, in the order they appear."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    headers: dict[str, str] = {}
+    if mail.looks_like_message(text):
+        headers = _headers(text)
+        head, _, rest = text.partition("\n\n")
+        # an encoded or multipart message is decoded; a plain one keeps its text as it is
+        # (decoding undeclared 8-bit text would turn every "±" into a replacement mark)
+        encoded = re.search(
+            r"(?im)^content-(?:transfer-encoding:\s*(?:quoted|base64)|type:\s*multipart)", head
+        )
+        text = mail.message_text(text) if encoded else rest
+    lines = mail.unquote(text.split("\n"))
+    found: list[Comparison] = []
+    for reader in READERS:
+        if not reader.looks_like(lines):
+            continue
+        if reader is lkp:
+            found.extend(lkp.find(lines, source, headers))
+        else:
+            found.extend(reader.find(lines, source))
+    found.sort(key=lambda t: t.line)
+    return found
+
+
+def _headers(text: str) -> dict[str, str]:
+    """Subject, Message-ID and In-Reply-To of a saved message (its body loses them)."""
+    from email.parser import HeaderParser
+
+    parsed = HeaderParser().parsestr(text, headersonly=True)
+    out = {}
+    for name in ("Subject", "Message-ID", "In-Reply-To", "References"):
+        value = parsed.get(name)
+        if value is not None:
+            out[name.lower()] = " ".join(str(value).split())
+    return out
