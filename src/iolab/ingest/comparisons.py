@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import re
 
+from iolab.errors import IngestError
 from iolab.ingest import benchstat, fsperf, lkp, mail, mmtests
+from iolab.ingest.detect import parse_text, read_source
 from iolab.model.comparison import Comparison
+from iolab.model.result import Result
 
 READERS = (lkp, mmtests, fsperf, benchstat)
+NOTHING_FOUND = (
+    "no fio, xfs_io or dd result and no comparison table (0-day/LKP, mmtests, fsperf, "
+    "benchstat) found in it"
+)
 
 
 def find_comparisons(text: str, source: str) -> list[Comparison]:
@@ -53,3 +60,21 @@ def _headers(text: str) -> dict[str, str]:
         if value is not None:
             out[name.lower()] = " ".join(str(value).split())
     return out
+
+
+def parse_source(path: str) -> tuple[list[Result], list[Comparison]]:
+    """The results and the comparison tables of one source (`-`: standard input).
+
+    A text with tables and no fio/xfs_io/dd result is not an error; one with neither is,
+    and so is a result that is there but broken."""
+    text = read_source(path)
+    tables = find_comparisons(text, path)
+    try:
+        results = parse_text(text, path)
+    except IngestError as exc:
+        if not exc.reason.startswith("no "):
+            raise
+        if not tables:
+            raise IngestError(path, NOTHING_FOUND) from None
+        results = []
+    return results, tables

@@ -33,6 +33,7 @@ _NAME_ONLY = re.compile(r"^\s*(\S+)\s*$")
 _DIMENSIONS = re.compile(r"^\s*([\w.%-]+(?:/[\w.%-]+)+):\s*$")
 _COMMIT = re.compile(r"^\s*commit:?\s+([0-9a-f]{7,40})\b(?:\s*\(\"(.*)\"\))?", re.I)
 _SIDE = re.compile(r"^\s+([0-9a-f]{7,40})\s+\(\"(.*)\"\)\s*$")
+_BRANCH = re.compile(r"^\s*((?:https?|git)://\S+(?:\s+\S+)?)\s*$")
 _FIELDS = {"testcase": "testcase", "config": "config", "compiler": "compiler"}
 _FIELDS["test machine"] = "machine"
 _NOTICED = re.compile(
@@ -205,6 +206,10 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
         m = _COMMIT.match(_joined(lines, i))
         if m and mail.commit is None:
             mail.commit, mail.subject = m.group(1), m.group(2)
+            where = _BRANCH.match(lines[i + 1]) if i + 1 < len(lines) else None
+            if where is None and i > 0:
+                where = _BRANCH.match(lines[i - 1])  # 2014: the tree's line comes first
+            mail.branch = where.group(1) if where else None
         m = _SIDE.match(_joined(lines, i))
         if m and not sides and i > 0 and lines[i - 1].strip() in ("commit:", "commit"):
             sides.append((m.group(1), m.group(2)))
@@ -232,6 +237,8 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
             if "lkp" in (message_id or "")
             else (root[0] if root else None) or in_reply_to or message_id
         )
+    if mail.link and mail.link.startswith("<") and mail.link.endswith(">"):
+        mail.link = f"https://lore.kernel.org/r/{mail.link[1:-1]}"  # lore finds any list's id
     if mail.commit is None and not mail.headlines and mail.testcase is None:
         return None
     return mail
