@@ -201,8 +201,9 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
         elif line.lower().startswith("in-reply-to:") and in_reply_to is None:
             in_reply_to = line.split(":", 1)[1].strip()
         m = _NOTICED.search(line + " ")
-        if m and not mail.headlines:
-            mail.headlines.append(Headline(m.group(3), float(m.group(1)), m.group(2)))
+        change = number(m.group(1)) if m else None
+        if m and change is not None and not mail.headlines:
+            mail.headlines.append(Headline(m.group(3), change, m.group(2)))
         m = _COMMIT.match(_joined(lines, i))
         if m and mail.commit is None:
             mail.commit, mail.subject = m.group(1), m.group(2)
@@ -222,7 +223,7 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
         if m and mail.link is None:
             mail.link = m.group(1)
         m = _IMPACT.match(line)
-        if m:
+        if m and number(m.group(3)) is not None:
             mail.headlines.append(_impact(lines, i, m))
     if sides:
         mail.base, mail.base_subject = sides[0]
@@ -257,12 +258,14 @@ def _fact(mail: RobotMail, lines: list[str], i: int, key: str, value: str) -> No
 
 def _subject_headline(mail: RobotMail, subject: str) -> None:
     m = _SUBJECT_NEW.search(subject)
-    if m:
-        mail.headlines.append(Headline(m.group(1), float(m.group(2)), m.group(3)))
+    change = number(m.group(2)) if m else None
+    if m and change is not None:
+        mail.headlines.append(Headline(m.group(1), change, m.group(3)))
         return
     m = _SUBJECT_OLD.search(subject)
-    if m:
-        mail.headlines.append(Headline(m.group(2), float(m.group(1)), "change"))
+    change = number(m.group(1)) if m else None
+    if m and change is not None:
+        mail.headlines.append(Headline(m.group(2), change, "change"))
 
 
 def _params(lines: list[str], start: int) -> dict[str, str]:
@@ -281,7 +284,7 @@ def _params(lines: list[str], start: int) -> dict[str, str]:
 
 def _impact(lines: list[str], i: int, m: re.Match[str]) -> Headline:
     """A row of "the commit also has significant impact on the following tests"."""
-    head = Headline(m.group(2), float(m.group(3)), m.group(4), testcase=m.group(1))
+    head = Headline(m.group(2), number(m.group(3)) or 0.0, m.group(4), testcase=m.group(1))
     key = ""
     for line in lines[i + 1 : i + 40]:
         cell = _IMPACT_CELL.match(line)
