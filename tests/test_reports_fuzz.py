@@ -40,10 +40,10 @@ def _finite(tables: list[Comparison]) -> None:
 def mangled(draw: st.DrawFn) -> str:
     start = draw(st.integers(0, len(LINES) - 1))
     chunk = LINES[start : start + draw(st.integers(1, 60))]
-    out = []
+    out: list[str] = []
     for line in chunk:
         words = line.split(" ")
-        if words and draw(st.booleans()):
+        if draw(st.booleans()) and words:
             words[draw(st.integers(0, len(words) - 1))] = draw(st.sampled_from(JUNK))
         if draw(st.integers(0, 9)) == 0:
             cut = draw(st.integers(0, len(line)))
