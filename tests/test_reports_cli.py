@@ -15,7 +15,7 @@ from iolab.cli.main import cli
 from iolab.errors import IolabError
 from iolab.ingest.comparisons import find_comparisons
 from iolab.plan import load_plan
-from iolab.reproduce.robot import fio_basic_plan, nr_jobs, to_bytes
+from iolab.reproduce.robot import fio_basic_plan, nr_jobs, robot_plans, to_bytes
 from store_backends import BACKENDS, location_for
 
 DATA = Path(__file__).parent / "data"
@@ -206,3 +206,18 @@ def test_fio_basic_plan_refuses_what_it_cannot_map() -> None:
     assert (
         small.notes == [] and "size=268435456" in small.text and "kpis: [read.iops]" in small.text
     )
+
+
+def test_robot_plans_one_per_fio_basic_parameter_set(tmp_path: Path) -> None:
+    def plans(name: str) -> list[str]:
+        path = REPORTS / name
+        return [p.text for p in robot_plans(find_comparisons(path.read_text(), str(path)))]
+
+    (mixed,) = plans("lkp/2023-btrfs-stress-ng-quoted.txt")  # stress-ng set: no plan
+    assert "ioengine=ftruncate" in mixed and "numjobs=64" in mixed
+    assert "# report: https://lore.kernel.org/oe-lkp/202309261552.a03eeb4c" in mixed
+    assert plans("mmtests/2021-reaim-quoted.txt") == []
+    (one,) = plans("lkp/2026-btrfs-fio-write-iops.txt")
+    path = tmp_path / "p.yaml"
+    path.write_text(one)
+    assert load_plan(str(path), "quick").repeat == 3

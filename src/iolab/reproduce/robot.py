@@ -13,10 +13,11 @@ governor become stated requirements), and points every choice at the parameter i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from iolab.errors import IolabError
+from iolab.model.comparison import Comparison
 
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -230,3 +231,39 @@ def _yaml_str(text: str) -> str:
     import json
 
     return json.dumps(text)
+
+
+def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> list[RobotPlan]:
+    """One plan per fio-basic parameter set of a robot mail's tables (`iolab reproduce`).
+
+    A set is a table whose dimension header says `testcase: fio-basic`, or, for a mail
+    without dimension headers, the robot's own `parameters:` when its testcase is fio-basic."""
+    plans: list[RobotPlan] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for t in tables:
+        robot = t.robot
+        if robot is None:
+            continue
+        params = dict(t.dimensions)
+        if not params and robot.testcase == "fio-basic":
+            params = dict(robot.parameters)
+        if params.get("testcase", robot.testcase) != "fio-basic" or not params:
+            continue
+        key = tuple(sorted(params.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        head = next((h for h in robot.headlines if h.testcase == "fio-basic"), None)
+        plans.append(
+            fio_basic_plan(
+                params,
+                name=f"lkp-fio-basic-{len(plans) + 1}" if plans else "lkp-fio-basic",
+                machine=(head.machine if head else None) or robot.machine,
+                commit=robot.commit,
+                base=robot.base,
+                link=robot.link,
+                metric=head.metric if head else None,
+                target_size=target_size,
+            )
+        )
+    return plans
