@@ -4,6 +4,7 @@ by a mail client, quoted, CRLF) reading the same as the originals."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -479,3 +480,86 @@ def test_benchstat_new_format() -> None:
     assert dec.unit == "B/op"
     assert dec.base == pytest.approx(234.97 * 2**20) and dec.new == pytest.approx(56.16 * 2**20)
     assert allocs.rows[1].base == pytest.approx(4.746e6) and allocs.rows[1].new == 1.288e6
+
+
+# --- every row, against the line it came from ---------------------------------------------
+
+_FIGURE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?%?$")
+
+
+def _figures(line: str) -> list[float]:
+    """The figures of a source line by plain splitting — independent of the readers' regexes:
+    `±`, `~` and `(`/`)`/`*` are separators, a trailing `%` is dropped."""
+    for mark in ("±", "~", "(", ")", "*"):
+        line = line.replace(mark, " ")
+    return [float(w.rstrip("%")) for w in line.split() if _FIGURE.match(w)]
+
+
+def _unquoted(path: Path) -> list[str]:
+    return [re.sub(r"^(?:> ?|>> ?)+", "", line) for line in path.read_text().split("\n")]
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "lkp").glob("*.txt")), ids=lambda p: p.name)
+def test_every_lkp_row_is_its_source_line(path: Path) -> None:
+    lines = _unquoted(path)
+    found = find_comparisons(path.read_text(), str(path))
+    assert found
+    for t in found:
+        for r in t.rows:
+            text = lines[r.line - 1]
+            want = [
+                x
+                for x in (
+                    r.base,
+                    r.base_stddev_pct,
+                    r.change_pct,
+                    r.change_abs,
+                    r.new,
+                    r.new_stddev_pct,
+                )  # fmt: skip
+                if x is not None
+            ]
+            name = r.metric if r.cell is None else r.cell
+            if r.cell == "TOTAL":
+                name = f"TOTAL {r.metric}"
+            if name is not None and not text.rstrip().endswith(name):  # wrapped: name below
+                assert lines[r.line].strip() == name, (path.name, r.line, text)
+                assert _figures(text) == want, (path.name, r.line, text)
+            else:
+                assert _figures(text.rsplit(None, 1)[0]) == want, (path.name, r.line, text)
+
+
+def _table_rows_in_source(lines: list[str], start: int) -> int:
+    """Rows under a dash line by a plain count: lines whose first word is a figure, up to the
+    first blank line after them (fail:runs rows start with `:N` or `N:M` and do not count)."""
+    count = 0
+    for line in lines[start:]:
+        if not line.strip():
+            if count:
+                break
+            continue
+        first = line.split()[0]
+        if _FIGURE.match(first):
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "lkp").glob("*.txt")), ids=lambda p: p.name)
+def test_lkp_row_counts_match_a_plain_count(path: Path) -> None:
+    lines = _unquoted(path)
+    for t in find_comparisons(path.read_text(), str(path)):
+        assert len(t.rows) == _table_rows_in_source(lines, t.line), (path.name, t.line)
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "mmtests").glob("*.txt")), ids=lambda p: p.name)
+def test_every_mmtests_row_is_its_source_line(path: Path) -> None:
+    lines = _unquoted(path)
+    for t in find_comparisons(path.read_text(), str(path)):
+        for r in t.rows:
+            text = lines[r.line - 1].split("<---")[0]
+            label = text.split()[1]
+            assert label == r.metric
+            printed = _figures(text.split(None, 2)[2])
+            want = [x for pair in zip(r.values, r.changes_pct, strict=True) for x in pair]
+            assert printed == want, (path.name, r.line)
+            assert r.marks == ["*" in cell for cell in re.findall(r"[(*][^)*]*%[)*]", text)]

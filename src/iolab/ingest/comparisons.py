@@ -27,6 +27,7 @@ def find_comparisons(text: str, source: str) -> list[Comparison]:
     """Every comparison table in `text`, in the order they appear."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     headers: dict[str, str] = {}
+    offset = 0
     if mail.looks_like_message(text):
         headers = _headers(text)
         head, _, rest = text.partition("\n\n")
@@ -35,7 +36,10 @@ def find_comparisons(text: str, source: str) -> list[Comparison]:
         encoded = re.search(
             r"(?im)^content-(?:transfer-encoding:\s*(?:quoted|base64)|type:\s*multipart)", head
         )
-        text = mail.message_text(text) if encoded else rest
+        if encoded:
+            text = mail.message_text(text)
+        else:
+            text, offset = rest, head.count("\n") + 2  # line numbers stay the file's
     lines = mail.unquote(text.split("\n"))
     found: list[Comparison] = []
     for reader in READERS:
@@ -45,6 +49,10 @@ def find_comparisons(text: str, source: str) -> list[Comparison]:
             found.extend(lkp.find(lines, source, headers))
         else:
             found.extend(reader.find(lines, source))
+    for table in found:
+        table.line += offset
+        for row in table.rows:
+            row.line += offset
     found.sort(key=lambda t: t.line)
     return found
 
