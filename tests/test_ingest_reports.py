@@ -516,7 +516,7 @@ def test_every_lkp_row_is_its_source_line(path: Path) -> None:
                     r.change_abs,
                     r.new,
                     r.new_stddev_pct,
-                )  # fmt: skip
+                )
                 if x is not None
             ]
             name = r.metric if r.cell is None else r.cell
@@ -563,3 +563,33 @@ def test_every_mmtests_row_is_its_source_line(path: Path) -> None:
             want = [x for pair in zip(r.values, r.changes_pct, strict=True) for x in pair]
             assert printed == want, (path.name, r.line)
             assert r.marks == ["*" in cell for cell in re.findall(r"[(*][^)*]*%[)*]", text)]
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(lambda s: s.replace("\n", "\r\n"), id="crlf"),
+        pytest.param(lambda s: "".join(f"> {line}\n" for line in s.splitlines()), id="quoted"),
+        pytest.param(_rewrapped, id="rewrapped"),
+    ],
+)
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mmtests/2020-specjbb-five-kernels.txt",
+        "mmtests/2022-highpcp-quoted.txt",
+        "fsperf/2021-delalloc-stdev-quoted.txt",
+        "benchstat/ccf-new-format.txt",
+        "benchstat/wazero-old-format.txt",
+    ],
+)
+def test_mangled_peer_tables_read_the_same(name: str, mangle: object) -> None:
+    def cells(found: list[Comparison]) -> list[list[tuple[object, ...]]]:
+        return [[(*fields(r), r.values, r.marks, r.stddev) for r in t.rows] for t in found]
+
+    body = (DATA / name).read_text()
+    if body.startswith(("From:", "Date:", "Subject:")):
+        body = body.split("\n\n", 1)[1]  # a pasted copy: the body, without the headers
+    want = cells(tables(name, body))
+    assert callable(mangle)
+    assert cells(tables(name, mangle(body))) == want and sum(map(len, want)) >= 6

@@ -18,8 +18,8 @@ from iolab.ingest.tables import NUM, caption_above, number
 from iolab.model.comparison import Comparison, Row
 
 _OLD_HEADER = re.compile(r"^\s*name\s+old\s+(\S+)\s+new\s+(\S+)\s+delta\s*$")
-_NEW_FILES = re.compile(r"^\s*│(.+)│\s*$")
-_NEW_UNITS = re.compile(r"^\s*│\s*(\S+)\s*│\s*(\S+)\s+vs base\s*│")
+_NEW_UNITS = re.compile(r"^\s*│\s*(\S+)\s*│\s*(\S+)\s+vs base\b")
+_BAR_ONLY = re.compile(r"^\s*│\s*$")
 _FOOT = r"[¹²³⁴⁵⁶⁷⁸⁹⁰\s]*"
 _VAL = rf"({NUM})([A-Za-zµμ]*)"
 _SD = rf"(?:\s*±\s*(?:({NUM})%|∞){_FOOT})?"
@@ -74,10 +74,12 @@ def find(lines: list[str], source: str) -> list[Comparison]:
                 columns=["old", "new"],
             )
             unit = old.group(1)
-        elif new and i > 0 and _NEW_FILES.match(lines[i - 1]):
-            files = [f.strip() for f in lines[i - 1].strip().strip("│").split("│")]
-            table = Comparison(format="benchstat", source=source, line=i, columns=files)
-            table.caption = caption_above(lines, i - 1)
+        elif new:
+            above = _file_lines(lines, i)  # one line, or two where a mail client wrapped it
+            files = [f.strip() for f in " ".join(above).strip().strip("│").split("│")]
+            first = i - len(above)
+            table = Comparison(format="benchstat", source=source, line=first + 1, columns=files)
+            table.caption = caption_above(lines, first)
             unit = new.group(2)
         else:
             continue
@@ -87,10 +89,32 @@ def find(lines: list[str], source: str) -> list[Comparison]:
     return tables
 
 
+def _file_lines(lines: list[str], i: int) -> list[str]:
+    """The `│ old.txt │ new.txt │` line(s) right above the unit line `i`."""
+    above: list[str] = []
+    j = i - 1
+    while j >= 0 and len(above) < 2 and "│" in lines[j] and "vs base" not in lines[j]:
+        above.insert(0, lines[j])
+        if lines[j].lstrip().startswith("│"):
+            break
+        j -= 1
+    return above
+
+
 def _rows(lines: list[str], start: int, unit: str) -> list[Row]:
+    if start < len(lines) and _BAR_ONLY.match(lines[start]):
+        start += 1  # the unit line's closing bar, wrapped onto its own line
     rows = []
+    wrapped = False
     for i in range(start, len(lines)):
+        if wrapped:  # this line was the tail of the row above
+            wrapped = False
+            continue
         m = _ROW.match(lines[i])
+        if (not m or m.group(10) is None) and i + 1 < len(lines) and lines[i + 1].strip():
+            joined = _ROW.match(f"{lines[i]} {lines[i + 1].strip()}")  # a mail client's wrap
+            if joined is not None and (m is None or joined.group(10) is not None):
+                m, wrapped = joined, True
         if not m:
             break
         name, base, bsuf, bsd, new, nsuf, nsd, delta, p, n = m.groups()

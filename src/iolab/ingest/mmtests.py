@@ -18,6 +18,10 @@ _STAT = r"(?:Hmean|Amean|Gmean|Stddev|CoeffVar|BAmean-\d+|Min|Max|Quartile-\d+|P
 _CELL = rf"({NUM})\s*([(*])\s*({NUM})%\s*[)*]"
 _ROW = re.compile(rf"^\s*({_STAT})\s+(\S+)((?:\s+{NUM}\s*[(*]\s*{NUM}%\s*[)*])+)(.*)$")
 _CELLS = re.compile(_CELL)
+# what a mail client's re-wrap leaves of a row on the next line: figures, (, ), *, %, and
+# maybe a person's `<---` after them — no letters
+_TAIL = re.compile(r"^\s*[\d()*.+-][^A-Za-z]*$")
+_LABEL = re.compile(rf"^\s*{_STAT}\s+\S")
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -29,7 +33,19 @@ def find(lines: list[str], source: str) -> list[Comparison]:
     lines = [line.rstrip("\r") for line in lines]
     tables: list[Comparison] = []
     current: Comparison | None = None
+    consumed = -1
     for i, line in enumerate(lines):
+        if i <= consumed:
+            continue  # the re-wrapped tail of the row above, read with it
+        if _LABEL.match(line):
+            j = i + 1
+            while j < len(lines) and j - i < 8 and _TAIL.match(lines[j]):
+                line = f"{line} {lines[j].strip()}"
+                j += 1
+            if j > i + 1 and _ROW.match(line):
+                consumed = j - 1
+            else:
+                line = lines[i]
         m = _ROW.match(line)
         if not m:
             if current is not None and not line.strip():
