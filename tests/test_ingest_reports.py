@@ -593,3 +593,24 @@ def test_mangled_peer_tables_read_the_same(name: str, mangle: object) -> None:
     want = cells(tables(name, body))
     assert callable(mangle)
     assert cells(tables(name, mangle(body))) == want and sum(map(len, want)) >= 6
+
+
+def test_a_saved_quoted_printable_robot_message_reads_the_same() -> None:
+    """A robot mail saved as .eml with a quoted-printable body (`±` as `=C2=B1`)."""
+    from email.message import EmailMessage
+
+    name = "lkp/2026-btrfs-fio-write-iops.txt"
+    text = (DATA / name).read_text()
+    head, body = text.split("\n\n", 1)
+    msg = EmailMessage()
+    for line in head.splitlines():
+        key, _, value = line.partition(": ")
+        msg[key] = value
+    msg.set_content(body, cte="quoted-printable")
+    raw = msg.as_string()
+    assert "=C2=B1" in raw
+    (plain,) = tables(name)
+    (eml,) = tables(name, raw)
+    assert [fields(r) for r in eml.rows] == [fields(r) for r in plain.rows]
+    assert eml.robot is not None and plain.robot is not None
+    assert eml.robot.to_json() == plain.robot.to_json()
