@@ -152,9 +152,10 @@ def _row(m: re.Match[str], line: int) -> Row:
 
 def _cells(rows: list[Row], stddev_layout: bool) -> None:
     """Old layouts: rows are test cells of the metric the `TOTAL metric` row names."""
-    totals = [r for r in rows if r.metric and r.metric.startswith("TOTAL ")]
-    for r in totals:
-        r.cell, r.metric = "TOTAL", r.metric.removeprefix("TOTAL ").strip()  # type: ignore[union-attr]
+    for r in rows:
+        if r.metric is not None and r.metric.startswith("TOTAL "):
+            r.cell, r.metric = "TOTAL", r.metric.removeprefix("TOTAL ").strip()
+    totals = [r for r in rows if r.cell == "TOTAL"]
     if stddev_layout:
         return
     metrics = {r.metric for r in totals}
