@@ -221,3 +221,15 @@ def test_robot_plans_one_per_fio_basic_parameter_set(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(one)
     assert load_plan(str(path), "quick").repeat == 3
+
+
+def test_an_improvement_headline_is_skipped_not_entered(tmp_path: Path) -> None:
+    text = (REPORTS / "lkp/2026-btrfs-fio-write-iops.txt").read_text()
+    better = tmp_path / "improvement.txt"
+    # the same mail, as the robot words an improvement
+    better.write_text(text.replace("6.5% regression", "6.5% improvement"))
+    db = str(tmp_path / "r.db")
+    out = iolab("regressions", "import", str(better), db=db)
+    assert out.exit_code == 0, out.stderr
+    assert out.stdout.strip() == "skipped: fio.write_iops -6.5% is an improvement"
+    assert iolab("regressions", db=db).stdout == "no regressions\n"
