@@ -120,6 +120,28 @@ def test_regressions_import_opens_one_entry_per_headline_once(
     assert " opened: " in iolab("regressions", "import", str(robot), db=location).stdout
     quoted = iolab("regressions", "import", str(reply), db=location)
     assert quoted.exit_code == 0 and " opened: " not in quoted.stdout, quoted.stdout
+    # the same report reached by another address (lore's /r/ form of its Message-ID): known
+    forwarded = tmp_path / "forwarded.txt"
+    forwarded.write_text(
+        "".join(
+            line + "\n"
+            for line in (REPORTS / "lkp/2023-btrfs-stress-ng-quoted.txt").read_text().splitlines()
+            if "Closes:" not in line
+        )
+    )
+    same = iolab("regressions", "import", str(forwarded), db=location)
+    assert same.stdout.count("already known") == 2 and " updated: " not in same.stdout
+    # the robot reporting the same commit again in another message: the entries get its link
+    forwarded.write_text(
+        (REPORTS / "lkp/2023-btrfs-stress-ng-quoted.txt")
+        .read_text()
+        .replace("202309261552.a03eeb4c", "202310031017.b5d1e3f2")
+    )
+    moved = iolab("regressions", "import", "-", db=location, stdin=forwarded.read_text())
+    assert moved.exit_code == 0, moved.stderr
+    assert moved.stdout.count(" updated: ") == 2 and " opened: " not in moved.stdout
+    again = iolab("regressions", "import", str(forwarded), db=location)
+    assert again.stdout.count("already known") == 2
     listed = json.loads(iolab("regressions", "--format", "json", db=location).stdout)
     entries = listed["regressions"]
     assert [(e["metric"], e["change_pct"], e["origin"]) for e in entries] == [
@@ -131,6 +153,10 @@ def test_regressions_import_opens_one_entry_per_headline_once(
     assert entries[1]["case"]["parameters"]["ioengine"] == "ftruncate"
     assert entries[1]["case"]["testcase"] == "fio-basic"
     assert entries[0]["case"]["test_machine"].startswith("36 threads 1 sockets")
+    assert [e["note"] for e in entries[0]["log"]] == [
+        "imported from https://lore.kernel.org/oe-lkp/202309261552.a03eeb4c-oliver.sang@intel.com",
+        "reported again: https://lore.kernel.org/oe-lkp/202310031017.b5d1e3f2-oliver.sang@intel.com",
+    ]
     regzbot = iolab("regressions", "--format", "regzbot", db=location).stdout
     assert regzbot.splitlines()[:3] == [
         "#regzbot introduced: 6c9131ed0d644324adeeaccd2feeef8d04950b2d",

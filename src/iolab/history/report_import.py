@@ -105,8 +105,15 @@ def _enter(store: Store, robot: RobotMail, h: Headline) -> Imported:
     if not created and robot.link:
         entry = table.get(store, rid)
         reports = list(entry.details.get("reports", []))
-        if robot.link not in reports:
+        if _message_id(robot.link) not in {_message_id(str(r)) for r in reports}:
             merged = dict(entry.details, reports=[*reports, robot.link])
             table.update_details(store, rid, merged, note=f"reported again: {robot.link}")
             updated = True
     return Imported(rid, created, updated, h)
+
+
+def _message_id(link: str) -> str:
+    """The report a link names: lore's `/oe-lkp/<id>` and `/r/<id>` are one message."""
+    if "lore.kernel.org/" in link:
+        return link.rstrip("/").rsplit("/", 1)[-1]
+    return link
