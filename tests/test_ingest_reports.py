@@ -319,6 +319,9 @@ def _rewrapped(text: str, width: int = 72) -> str:
         pytest.param(lambda s: "".join(f">> {line}\n" for line in s.splitlines()), id="quoted2"),
         pytest.param(_rewrapped, id="rewrapped"),
         pytest.param(lambda s: _rewrapped(s).replace("\n", "\r\n"), id="rewrapped-crlf"),
+        # a web archive's rendering (hypermail at lkml.iu.edu shows the 2026 mail this way):
+        # every line's indent stripped
+        pytest.param(lambda s: "\n".join(line.lstrip() for line in s.split("\n")), id="lstrip"),
     ],
 )
 @pytest.mark.parametrize(
@@ -327,10 +330,20 @@ def _rewrapped(text: str, width: int = 72) -> str:
 def test_mangled_copies_read_the_same(name: str, mangle: object) -> None:
     original = (DATA / name).read_text()
     body = original.split("\n\n", 1)[1]  # a pasted copy: the body, without the headers
-    want = [[fields(r) for r in t.rows] for t in tables(name, body)]
+    want_tables = tables(name, body)
+    want = [[fields(r) for r in t.rows] for t in want_tables]
     assert callable(mangle)
-    got = [[fields(r) for r in t.rows] for t in tables(name, mangle(body))]
+    got_tables = tables(name, mangle(body))
+    got = [[fields(r) for r in t.rows] for t in got_tables]
     assert got == want and sum(map(len, want)) > 60
+    assert [t.dimensions for t in got_tables] == [t.dimensions for t in want_tables]
+    robot, want_robot = got_tables[0].robot, want_tables[0].robot
+    assert robot is not None and want_robot is not None
+    assert (robot.commit, robot.subject, robot.base, robot.link) == (
+        want_robot.commit, want_robot.subject, want_robot.base, want_robot.link,
+    )  # fmt: skip
+    assert [h.to_json() for h in robot.headlines] == [h.to_json() for h in want_robot.headlines]
+    assert robot.parameters == want_robot.parameters
 
 
 def test_rewrapping_really_pushes_names_down() -> None:

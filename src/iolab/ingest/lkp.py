@@ -32,7 +32,7 @@ _FAIL_RUNS = re.compile(r"^\s*\d*:\d+\s+[+-]?\d+%\s+\d*:\d+(?:\s+(\S+))?\s*$")
 _NAME_ONLY = re.compile(r"^\s*(\S+)\s*$")
 _DIMENSIONS = re.compile(r"^\s*([\w.%-]+(?:/[\w.%-]+)+):\s*$")
 _COMMIT = re.compile(r"^\s*commit:?\s+([0-9a-f]{7,40})\b(?:\s*\(\"(.*)\"\))?", re.I)
-_SIDE = re.compile(r"^\s+([0-9a-f]{7,40})\s+\(\"(.*)\"\)\s*$")
+_SIDE = re.compile(r"^\s*([0-9a-f]{7,40})\s+\(\"(.*)\"\)\s*$")
 _BRANCH = re.compile(r"^\s*((?:https?|git)://\S+(?:\s+\S+)?)\s*$")
 _FIELDS = {"testcase": "testcase", "config": "config", "compiler": "compiler"}
 _FIELDS["test machine"] = "machine"
@@ -47,11 +47,16 @@ _FACT = re.compile(
 )
 _PARAMS = re.compile(r"^\s*(?:with following\s+)?parameters:\s*$")
 _PARAM = re.compile(r"^\s*([\w.-]+):\s+(\S.*?)\s*$")
-_LINK = re.compile(r"^\s*\|?\s*(?:Closes|Link):\s*(https?://\S+)")
+_LINK = re.compile(r"^\s*\|?\s*(?:Closes|Link):\s*(https?://\S+)?\s*$")
+_URL = re.compile(r"^\s*\|?\s*(https?://\S+)\s*$")
+_KEY = re.compile(r"^\s*[\w -]+:")
 _IMPACT = re.compile(
     rf"^\s*\|\s*testcase: change\s*\|\s*([\w.-]+):\s+(\S+)\s+({NUM})%\s+(regression|improvement)"
 )
-_IMPACT_CELL = re.compile(r"^\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$")
+# a box row `| key | value |`; a mail client's wrap may move the closing bar (or the end of
+# the value) to the next line
+_IMPACT_CELL = re.compile(r"^\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*(?:\|\s*)?$")
+_BAR = re.compile(r"^\s*\|\s*$")
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -201,10 +206,6 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
             message_id = line.split(":", 1)[1].strip()
         elif line.lower().startswith("in-reply-to:") and in_reply_to is None:
             in_reply_to = line.split(":", 1)[1].strip()
-        m = _NOTICED.search(line + " ")
-        change = number(m.group(1)) if m else None
-        if m and change is not None and not mail.headlines:
-            mail.headlines.append(Headline(m.group(3), change, m.group(2)))
         m = _COMMIT.match(_joined(lines, i))
         if m and mail.commit is None:
             mail.commit, mail.subject = m.group(1), m.group(2)
@@ -222,16 +223,21 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
             mail.parameters = _params(lines, i + 1)
         m = _LINK.match(line)
         if m and mail.link is None:
-            mail.link = m.group(1)
+            url = m.group(1)
+            if url is None and i + 1 < len(lines):  # re-wrapped: the address on its own line
+                wrapped = _URL.match(lines[i + 1])
+                url = wrapped.group(1) if wrapped else None
+            mail.link = url
         m = _IMPACT.match(line)
         if m and number(m.group(3)) is not None:
             mail.headlines.append(_impact(lines, i, m))
     if sides:
         mail.base, mail.base_subject = sides[0]
-    if not mail.headlines and subject:
-        _subject_headline(mail, subject)
-    for h in mail.headlines[:1]:
-        h.testcase, h.machine, h.parameters = mail.testcase, mail.machine, dict(mail.parameters)
+    main = _noticed(lines) or _subject_headline(subject)
+    if main is not None:
+        main.testcase, main.machine = mail.testcase, mail.machine
+        main.parameters = dict(mail.parameters)
+        mail.headlines.insert(0, main)
     if mail.link is None:  # the robot's own message: itself, or the thread's first
         root = (headers.get("references") or "").split()
         mail.link = (
@@ -251,22 +257,31 @@ def _fact(mail: RobotMail, lines: list[str], i: int, key: str, value: str) -> No
     if name is None or getattr(mail, name) is not None:
         return
     if key == "test machine" and i + 1 < len(lines):
-        cont = lines[i + 1].strip()
-        if cont.startswith("with ") and "parameters" not in cont:
+        cont = lines[i + 1].strip()  # "with 256G memory" (2019), or a mail client's wrap
+        if cont and not _KEY.match(cont) and "parameters" not in cont:
             value = f"{value} {cont}"
     setattr(mail, name, value)
 
 
-def _subject_headline(mail: RobotMail, subject: str) -> None:
+def _noticed(lines: list[str]) -> Headline | None:
+    """ "noticed a 6.5% regression of fio.write_iops", also where a client wrapped it."""
+    m = _NOTICED.search(" ".join(line.strip() for line in lines) + " ")
+    change = number(m.group(1)) if m else None
+    if m is None or change is None:
+        return None
+    return Headline(m.group(3), change, m.group(2))
+
+
+def _subject_headline(subject: str) -> Headline | None:
     m = _SUBJECT_NEW.search(subject)
     change = number(m.group(2)) if m else None
     if m and change is not None:
-        mail.headlines.append(Headline(m.group(1), change, m.group(3)))
-        return
+        return Headline(m.group(1), change, m.group(3))
     m = _SUBJECT_OLD.search(subject)
     change = number(m.group(1)) if m else None
     if m and change is not None:
-        mail.headlines.append(Headline(m.group(2), change, "change"))
+        return Headline(m.group(2), change, "change")
+    return None
 
 
 def _params(lines: list[str], start: int) -> dict[str, str]:
@@ -277,7 +292,7 @@ def _params(lines: list[str], start: int) -> dict[str, str]:
                 break
             continue
         m = _PARAM.match(line)
-        if not m or not line[:1].isspace():
+        if not m:  # (indented by the robot; web archives strip the indent)
             break
         params[m.group(1)] = m.group(2)
     return params
@@ -287,9 +302,15 @@ def _impact(lines: list[str], i: int, m: re.Match[str]) -> Headline:
     """A row of "the commit also has significant impact on the following tests"."""
     head = Headline(m.group(2), number(m.group(3)) or 0.0, m.group(4), testcase=m.group(1))
     key = ""
-    for line in lines[i + 1 : i + 40]:
+    for line in lines[i + 1 : i + 60]:
+        if _BAR.match(line):
+            continue
         cell = _IMPACT_CELL.match(line)
-        if not cell:
+        if cell is None:
+            tail = line.strip().rstrip("|").strip()
+            if key == "test machine" and tail and not line.lstrip().startswith(("+", "|")):
+                head.machine = f"{head.machine} {tail}"  # the wrapped end of the machine
+                continue
             break
         key = cell.group(1) or key
         value = cell.group(2)
