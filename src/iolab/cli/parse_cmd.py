@@ -70,10 +70,16 @@ def print_results(results: list[Result]) -> None:
 def print_tables(tables: list[Comparison]) -> None:
     """One block per comparison table: its columns, then metric, base, change, new."""
     console = Console(width=None if sys.stdout.isatty() else 160)
+    said: list[object] = []
     for t in tables:
+        if t.robot is not None and not any(t.robot is r for r in said):
+            said.append(t.robot)
+            console.print(shown_markup(_robot_line(t)), highlight=False)
         title = f"{t.format} table, line {t.line}: {len(t.rows)} row(s)"
         if t.caption:
             title += f" — {t.caption}"
+        elif t.dimensions.get("testcase"):
+            title += f" — {t.dimensions['testcase']} on {t.testbox or '?'}"
         table = Table(title=shown_markup(title))
         for column in ("metric", "cell", "base", "±%", "change", "new", "±%", "sig"):
             table.add_column(column, overflow="fold")
@@ -98,3 +104,16 @@ def print_tables(tables: list[Comparison]) -> None:
 
 def _figure(x: float | None) -> str:
     return "" if x is None else f"{x:g}"
+
+
+def _robot_line(t: Comparison) -> str:
+    """What the robot reported, in one line above its first table."""
+    r = t.robot
+    assert r is not None
+    heads = "; ".join(
+        f"{h.metric} {h.change_pct:+g}% {h.direction}" + (f" ({h.testcase})" if h.testcase else "")
+        for h in r.headlines
+    )
+    commit = f"{(r.commit or '?')[:12]}" + (f' ("{r.subject}")' if r.subject else "")
+    base = f", base {r.base}" if r.base else ""
+    return f"0-day/LKP report on {commit}{base}: {heads or 'no headline'}"
