@@ -224,6 +224,8 @@ def test_fio_basic_plan_refuses_what_it_cannot_map() -> None:
         fio_basic_plan({"fs": "f2fs", "test_size": "1G"})
     with pytest.raises(IolabError, match="thread count"):
         fio_basic_plan({"nr_task": "50%", "test_size": "1G"})
+    with pytest.raises(IolabError, match="not a plain value"):  # never a fio option of its own
+        fio_basic_plan({"bs": "4k exec_prerun=touch /tmp/x", "test_size": "1G"})
     assert nr_jobs("100%", "8 threads 1 sockets") == (
         8,
         "nr_task: 100% of the test machine's 8 threads",

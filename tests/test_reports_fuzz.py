@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from iolab.cli.main import cli
@@ -84,3 +84,57 @@ def test_cli_ends_in_one_line_or_success(text: str) -> None:
                 assert len(out.stderr.splitlines()) == 1, out.stderr
             elif args[0] == "parse":
                 json.loads(out.stdout)
+
+
+_BAD = st.one_of(
+    st.sampled_from(["f2fs", "", "4k\nexec_prerun=touch /tmp/x", "a b", "1e9", "-1", "4x"]),
+    st.text(max_size=12),
+)
+_GOOD = {
+    "rw": ["write", "randwrite", "read", "randrw"],
+    "bs": ["4k", "64k", "2M"],
+    "ioengine": ["sync", "libaio", "pvsync2", "mmap"],
+    "iodepth": ["1", "32"],
+    "direct": ["0", "direct", "1"],
+    "nr_task": ["1", "2", "50%", "100%"],
+    "fs": ["ext4", "xfs", "btrfs"],
+    "test_size": ["128G", "1G", "64M"],
+    "runtime": ["300s", "60"],
+    "time_based": ["tb", ""],
+    "disk": ["1HDD", "2pmem"],
+    "raw_disk": ["0"],
+}
+_PARAMS = st.fixed_dictionaries(
+    {},
+    optional={k: st.one_of(st.sampled_from(v), st.sampled_from(v), _BAD) for k, v in _GOOD.items()},
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PARAMS, st.one_of(st.just("8 threads 1 sockets"), st.text(max_size=40)))
+def test_robot_parameters_give_a_plan_that_loads_or_one_error(
+    params: dict[str, str], machine: str
+) -> None:
+    """Whatever a mail's parameters say: one IolabError, or a plan iolab's loader accepts
+    (with fio's own check of the job, `fio --parse-only`), never an injected fio option."""
+    from iolab.errors import IolabError
+    from iolab.plan import load_plan
+    from iolab.reproduce.robot import fio_basic_plan
+
+    params = {"test_size": "1G", **params}
+    try:
+        plan = fio_basic_plan(params, machine=machine, link=machine, commit=machine)
+    except IolabError as exc:
+        event("refused by the mapping")
+        assert "\n" not in str(exc)
+        return
+    assert "exec_" not in plan.text
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "plan.yaml"
+        path.write_text(plan.text)
+        try:
+            load_plan(str(path))
+            event("loaded")
+        except IolabError as exc:  # e.g. fio refusing a value it does not know
+            event("refused by the plan loader")
+            assert "\n" not in str(exc), str(exc)

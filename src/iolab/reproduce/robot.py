@@ -22,6 +22,12 @@ from iolab.model.comparison import Comparison
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _THREADS = re.compile(r"(\d+)\s+threads\b")
+_TOKEN = re.compile(r"[A-Za-z0-9_.%:+-]{1,64}")
+# the parameters whose values the plan's fio job or keys take over
+_FIO_KEYS = (
+    *("rw", "bs", "ioengine", "iodepth", "direct", "nr_task"),
+    *("fs", "test_size", "runtime", "time_based", "testcase"),
+)
 # fio-basic headline metrics → iolab metric names
 _KPI = {
     "write_iops": "write.iops",
@@ -100,6 +106,10 @@ def fio_basic_plan(
     `target_size` is the loop image iolab makes; a `test_size` that does not fit in half of
     it is scaled to that half (said in the plan and in `notes`)."""
     p = {k: str(v) for k, v in parameters.items()}
+    for key in _FIO_KEYS:
+        if key in p and not _TOKEN.fullmatch(p[key]):
+            # values go into a fio job file: one plain token each, never an option of its own
+            raise IolabError(f"robot parameter {key} {p[key]!r}: not a plain value")
     if p.get("testcase", "fio-basic") != "fio-basic":
         raise IolabError(f"testcase {p['testcase']!r}: only fio-basic reports map to a fio plan")
     fs = p.get("fs")
@@ -134,24 +144,25 @@ def fio_basic_plan(
     kpi = _kpi(metric, rw)
 
     q = _yaml_str
+    c = _comment
     out = [
         "# Plan from a 0-day/LKP fio-basic report (iolab.reproduce.robot); each value names",
         "# the robot parameter it came from.  LKP's job: lkp-tests setup/fio-setup-basic.",
     ]
     if link:
-        out.append(f"# report: {link}")
+        out.append(f"# report: {c(link)}")
     if base or commit:
-        out.append(f"# compared: base {base or '?'} against commit {commit or '?'}: run this")
-        out.append("# plan on each kernel (a kernel variant where the fleet offers one).")
+        out.append(f"# compared: base {c(base or '?')} against commit {c(commit or '?')}: run")
+        out.append("# this plan on each kernel (a kernel variant where the fleet offers one).")
     if machine:
-        out.append(f"# robot's test machine: {machine}")
-    out += [f"# NOTE: {n}" for n in notes]
+        out.append(f"# robot's test machine: {c(machine)}")
+    out += [f"# NOTE: {c(n)}" for n in notes]
     out += [
         f"name: {q(name)}",
         f"description: {q(_describe(p, jobs))}",
         "",
         "target:",
-        f"  size: {_size_text(target_size)}  # a loop image; robot disk: {p.get('disk', '?')}",
+        f"  size: {_size_text(target_size)}  # a loop image; robot disk: {c(p.get('disk', '?'))}",
         "  backing: ram",
         "",
     ]
@@ -192,7 +203,7 @@ def fio_basic_plan(
         f"    numjobs={jobs}",
         "",
         "vars:",
-        f"  runtime: {runtime}s  # robot parameter runtime: {p.get('runtime', '300 (default)')}",
+        f"  runtime: {runtime}s  # robot parameter runtime: {c(p.get('runtime', '300 (default)'))}",
         "",
         "repeat: 5  # iolab's choice: the robot's run count is not in its parameters",
         "prepare:",
@@ -224,6 +235,11 @@ def _describe(p: Mapping[str, str], jobs: int) -> str:
     keys = ("fs", "rw", "bs", "ioengine")
     parts = [f"{k}={p[k]}" for k in keys if k in p]
     return f"LKP fio-basic {' '.join(parts)} numjobs={jobs}"
+
+
+def _comment(text: str) -> str:
+    """Text from a mail made safe for a YAML comment: one line, printable."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)[:300]
 
 
 def _yaml_str(text: str) -> str:
