@@ -18,7 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+
+from iolab.stats.normal import ppf
 
 _SIGNED_RANK_EXACT_MAX = 400
 _MWU_EXACT_MAX_CELLS = 10_000  # m * n
@@ -72,7 +73,7 @@ def signed_rank_lower_count(n: int, alpha_two_sided: float) -> int:
         return int(ok[-1]) + 1 if ok.size else 0
     mean = n * (n + 1) / 4
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    return max(0, math.floor(mean - float(stats.norm.ppf(1 - half)) * sd))
+    return max(0, math.floor(mean - ppf(1 - half) * sd))
 
 
 def mwu_lower_count(m: int, n: int, alpha_two_sided: float) -> int:
@@ -84,7 +85,7 @@ def mwu_lower_count(m: int, n: int, alpha_two_sided: float) -> int:
         return int(ok[-1]) + 1 if ok.size else 0
     mean = m * n / 2
     sd = math.sqrt(m * n * (m + n + 1) / 12)
-    return max(0, math.floor(mean - float(stats.norm.ppf(1 - half)) * sd))
+    return max(0, math.floor(mean - ppf(1 - half) * sd))
 
 
 def min_p_unpaired(m: int, n: int) -> float:

@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from iolab.stats.types import Correction
 
@@ -36,7 +35,17 @@ def benjamini_hochberg(p: Sequence[float]) -> list[float]:
     arr = np.asarray(p, dtype=float)
     if arr.size == 0:
         return []
-    return [float(v) for v in stats.false_discovery_control(arr, method="bh")]
+    m = arr.size
+    if m == 1:
+        return [float(arr[0])]
+    # scipy's false_discovery_control(method="bh"), without importing scipy.stats: sorted p
+    # times m / rank, made monotone from the largest down, capped at 1
+    order = np.argsort(arr)
+    scaled = arr[order] * (m / np.arange(1, m + 1, dtype=float))
+    np.minimum.accumulate(scaled[::-1], out=scaled[::-1])
+    out = np.empty(m)
+    out[order] = scaled
+    return [float(v) for v in np.clip(out, 0.0, 1.0)]
 
 
 def adjust(p: Sequence[float], correction: Correction) -> list[float]:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
+from numpy.typing import NDArray
 
 from iolab.stats.types import Summary
 
@@ -23,12 +23,24 @@ def median_ci_orders(n: int, level: float) -> tuple[int, float] | None:
     if n < 2:
         return None
     ks = np.arange(1, n // 2 + 1)
-    coverage = 1.0 - 2.0 * stats.binom.cdf(ks - 1, n, 0.5)
+    coverage = 1.0 - 2.0 * _binomial_half_cdf(n)[: ks.size]
     ok = np.nonzero(coverage >= level - 1e-12)[0]
     if ok.size == 0:
         return None
     best = int(ok[-1])
     return int(ks[best]), float(coverage[best])
+
+
+def _binomial_half_cdf(n: int) -> NDArray[np.float64]:
+    """P(Binomial(n, 1/2) <= j) for j = 0 .. n, from exact integer counts (scipy's binom.cdf,
+    to the last bit or two, without importing scipy.stats)."""
+    total = 2**n
+    running = 0
+    out = np.empty(n + 1)
+    for j in range(n + 1):
+        running += math.comb(n, j)
+        out[j] = running / total
+    return out
 
 
 def min_n_for_median_ci(level: float) -> int:
