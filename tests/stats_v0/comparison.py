@@ -16,6 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from iolab.model.metrics import Direction, metric_info
+from iolab.stats.histogram import HistogramInput, histogram_shift
+from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput
 from stats_v0 import shift as sh
 from stats_v0._nulls import (
     min_p_paired,
@@ -23,10 +25,8 @@ from stats_v0._nulls import (
     mwu_lower_count,
     signed_rank_lower_count,
 )
-from iolab.stats.histogram import HistogramInput, histogram_shift
 from stats_v0.multiple import adjust, graphical_holm
 from stats_v0.summary import summarize
-from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput
 from stats_v0.verdict import decide, runs_needed
 
 DEFAULT_ALPHA = 0.05

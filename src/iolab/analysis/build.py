@@ -33,7 +33,7 @@ from iolab.stats.bins import histogram_percentiles, merge_histograms
 from iolab.stats.comparison import compare
 from iolab.stats.histogram import HistogramInput
 from iolab.stats.types import Correction, MetricComparison, MetricInput, SequentialState
-from iolab.store.store import Store
+from iolab.store.reader import StoreReader
 
 LATENCY_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 DEFAULT_CORRECTION: Correction = "holm"
@@ -50,7 +50,7 @@ class Options:
 # ----------------------------------------------------------------------------- entry points
 
 
-def pair_report(store: Store, a: Selector, b: Selector, options: Options) -> Report:
+def pair_report(store: StoreReader, a: Selector, b: Selector, options: Options) -> Report:
     """`iolab compare A B`."""
     samples_a, samples_b = resolve(store, a), resolve(store, b)
     runs = _runs(store, [*samples_a, *samples_b])
@@ -99,7 +99,7 @@ def pair_report(store: Store, a: Selector, b: Selector, options: Options) -> Rep
 
 
 def by_report(
-    store: Store, sel: Selector, by: str, baseline: str | None, options: Options
+    store: StoreReader, sel: Selector, by: str, baseline: str | None, options: Options
 ) -> Report:
     """`iolab compare RUN [--by DIM] [--baseline VALUE]`: each value of DIM against the
     baseline value in every other cell of the run."""
@@ -227,7 +227,7 @@ def _sequential_metric(m: MetricComparison, s: SequentialState) -> MetricCompari
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _runs(store: Store, samples: Sequence[Sample]) -> dict[int, RunInfo]:
+def _runs(store: StoreReader, samples: Sequence[Sample]) -> dict[int, RunInfo]:
     return {rid: store.run(rid) for rid in dict.fromkeys(s.run_id for s in samples)}
 
 
