@@ -65,6 +65,7 @@ def _mwu_pmf(m: int, n: int) -> NDArray[np.float64]:
     return np.array([c / total for c in poly[: degree + 1]], dtype=float)
 
 
+@lru_cache(maxsize=1024)  # pure; a table asks for the same few (n, level) again and again
 def signed_rank_lower_count(n: int, alpha_two_sided: float) -> int:
     """Largest k with P(T+ < k) <= alpha/2: the CI is [W_(k), W_(N+1-k)] of sorted Walsh averages.
 
@@ -81,6 +82,7 @@ def signed_rank_lower_count(n: int, alpha_two_sided: float) -> int:
     return max(0, math.floor(mean - ppf(1 - half) * sd))
 
 
+@lru_cache(maxsize=1024)
 def mwu_lower_count(m: int, n: int, alpha_two_sided: float) -> int:
     """Largest k with P(U < k) <= alpha/2: the CI is [D_(k), D_(mn+1-k)] of sorted differences."""
     half = alpha_two_sided / 2

@@ -146,7 +146,7 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
         vb = np.asarray(item.b, dtype=float)
 
     log_scale = bool(np.all(va > 0) and np.all(vb > 0))
-    scale = abs(float(np.median(va)))
+    scale = abs(sh.sorted_median(np.sort(va)))  # np.median, without loading numpy.ma
     if log_scale:
         xa, xb = np.log(va), np.log(vb)
         bounds: tuple[float, float] | None = (sh.from_pct(-margin_pct), sh.from_pct(margin_pct))
