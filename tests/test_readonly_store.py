@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from test_report_formats import make_imports, make_lab_run
 
 pytestmark = pytest.mark.lab
