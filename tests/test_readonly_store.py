@@ -89,3 +89,14 @@ def test_record_on_a_read_only_store_says_so_in_one_line(
     (line,) = done.stderr.splitlines()
     assert line.startswith("iolab: not recorded in the regression registry: ")
     assert "Traceback" not in done.stderr
+
+
+def test_history_of_a_read_only_store_records_nothing_and_says_so(
+    read_only_store: tuple[Path, int],
+) -> None:
+    db, _ = read_only_store
+    done = iolab(db, "history", "label:new", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["series"]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("iolab: not recorded in the regression registry: ")
