@@ -1,0 +1,86 @@
+"""`--format brief`: the answer and what moved, in a dozen lines — what `make demo` shows.
+
+Per comparison: one line per KPI with its change, interval and verdict (the sequential one
+after `iolab ab`: the blocks it took, or "not known yet — N more blocks"), then only the
+evidence that moved significantly after the table's correction (secondary metrics and
+histograms, medians per sample A → B), at most `EVIDENCE_LINES` of them, and how many did
+not move.  Everything else is in `--format table` / `iolab compare RUN --all`.
+"""
+
+from __future__ import annotations
+
+from iolab.report import fmt
+from iolab.report.model import Group, Report, is_evidence
+from iolab.report.options import RenderOptions
+from iolab.stats.types import HistogramShift, MetricComparison, SequentialState
+
+EVIDENCE_LINES = 8
+# kernel evidence first: it is the "why" beside the number
+_FIRST = ("jbd2.", "hist.", "vmstat.", "diskstats.")
+
+
+def _kpi_line(group: Group, m: MetricComparison, state: SequentialState | None) -> str:
+    head = f"{group.title}: {m.name} {fmt.pct(m.change_pct)} {fmt.ci(m.ci_low_pct, m.ci_high_pct)}"
+    if state is not None:
+        blocks = f"{state.n_blocks} block{'s' if state.n_blocks != 1 else ''}"
+        if state.verdict == "inconclusive":
+            more = f" — {state.runs_needed} more blocks" if state.runs_needed is not None else ""
+            return f"{head} after {blocks}: not known yet{more} ({state.reason})"
+        verdict = fmt.verdict(m) if m.verdict == "no change" else m.verdict
+        return f"{head}: {verdict}, decided after {blocks}"
+    n = f"{m.n_pairs} pairs" if m.paired else f"{m.a.n} vs {m.b.n} samples"
+    if m.verdict == "inconclusive":
+        more = f" — {m.runs_needed} more runs per side" if m.runs_needed is not None else ""
+        return f"{head} from {n}: not known yet{more}"
+    return f"{head} from {n}: {fmt.verdict(m)}"
+
+
+def _moved_metric(m: MetricComparison) -> tuple[str, str]:
+    values = f"{fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)}"
+    if m.a.min > 0 and m.b.min > 0 and m.change_pct is not None:  # a relative change
+        values += f"   ({fmt.pct(m.change_pct)} {fmt.ci(m.ci_low_pct, m.ci_high_pct)})"
+    return m.name, values
+
+
+def _moved_shift(s: HistogramShift) -> tuple[str, str]:
+    means = ""
+    if s.mean_a is not None and s.mean_b is not None:
+        means = f", mean {fmt.sig(s.mean_a, 3)} → {fmt.sig(s.mean_b, 3)}"
+    return s.name, f"{100 * s.total_variation:.1f}% of events moved{means}"
+
+
+def _rank(name: str) -> tuple[int, str]:
+    for i, prefix in enumerate(_FIRST):
+        if name.startswith(prefix):
+            return i, name
+    return len(_FIRST), name
+
+
+def _group_lines(group: Group) -> list[str]:
+    states = {s.name: s for s in group.sequential}
+    comp = group.comparison
+    lines = [_kpi_line(group, m, states.get(m.name)) for m in comp.kpis]
+    moved = [_moved_metric(m) for m in comp.metrics if is_evidence(m)]
+    moved += [_moved_shift(s) for s in comp.histogram_shifts if s.verdict == "changed"]
+    moved.sort(key=lambda item: _rank(item[0]))
+    quiet = len(comp.secondary) + len(comp.histogram_shifts) - len(moved)
+    if moved:
+        lines.append(f"what moved (median per sample, {group.a_name} → {group.b_name}):")
+        width = max(len(name) for name, _ in moved[:EVIDENCE_LINES])
+        lines += [f"  {name:<{width}}  {text}" for name, text in moved[:EVIDENCE_LINES]]
+        if len(moved) > EVIDENCE_LINES:
+            lines.append(f"  … and {len(moved) - EVIDENCE_LINES} more that moved")
+    else:
+        lines.append("no secondary metric or histogram moved significantly")
+    if quiet > 0:
+        lines.append(f"  ({quiet} other metric(s) and histogram(s) did not move)")
+    return lines
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    out: list[str] = []
+    for i, group in enumerate(report.groups):
+        if i:
+            out.append("")
+        out += _group_lines(group)
+    return "".join(f"{line}\n" for line in out)
