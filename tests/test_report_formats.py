@@ -290,7 +290,59 @@ def test_json_schema_and_numbers(lab_report: object) -> None:
 
 
 def test_every_format_is_registered() -> None:
-    assert set(FORMATS) == {"table", "lkp", "benchstat", "markdown", "json"}
+    assert set(FORMATS) == {"table", "lkp", "benchstat", "markdown", "json", "brief"}
+
+
+def test_brief_is_the_answer_and_what_moved(db: str) -> None:
+    """`--format brief` (make demo): the KPI verdict with its interval, then only the
+    evidence that moved, A → B, and a count of what did not."""
+    run = make_lab_run(db)
+    done = iolab(db, "compare", str(run), "--format", "brief")
+    assert done.exit_code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(
+        r"b vs a: write\.iops -[\d.]+% \[-[\d.]+%, -[\d.]+%\] from 10 pairs: regression",
+        lines[0],
+    ), lines[0]
+    assert lines[1] == "what moved (median per sample, a → b):"
+    moved = [line.split()[0] for line in lines[2:] if line.startswith("  ") and "→" in line]
+    assert moved[0] == "jbd2.handles_per_txn" and "hist.writepages" in moved
+    assert "write.io_bytes" not in done.stdout  # the same constant on both sides
+    table = iolab(db, "compare", str(run)).stdout
+    assert "jbd2.handles_per_txn" in table and len(done.stdout) < len(table) / 3
+
+
+def test_brief_says_not_known_yet_with_the_blocks_it_needs() -> None:
+    """After `iolab ab` stopped undecided: "not known yet — N more blocks"."""
+    from iolab.model.metrics import Direction
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput, SequentialState
+
+    comparison = compare([MetricInput("write.iops", [100.0, 103.0], [101.0, 99.0], kpi=True)])
+    state = SequentialState(
+        name="write.iops",
+        direction=Direction.HIGHER,
+        n_blocks=12,
+        verdict="inconclusive",
+        done=True,
+        estimate_pct=0.83,
+        ci_low_pct=-17.1,
+        ci_high_pct=17.7,
+        e_value=1.0,
+        e_value_equivalence=0.4,
+        alpha=0.05,
+        margin_pct=1.0,
+        runs_needed=231,
+        reason="time budget of 170 s spent",
+    )
+    group = Group("fsync", "fdatasync", {}, comparison, sequential=(state,))
+    report = Report("A", "B", (group,), 0.05, 1.0, sequential=True)
+    first = render(report, "brief").splitlines()[0]
+    assert first.startswith("fdatasync vs fsync: write.iops ")
+    assert first.endswith(
+        "after 12 blocks: not known yet — 231 more blocks (time budget of 170 s spent)"
+    )
 
 
 # ------------------------------------------------------------------------- --by and cells
