@@ -51,6 +51,7 @@ def lab_sample(run_id: int, variant: str | None, block: int, ok: bool = True) ->
         provenance={"kernel": "6.1.0", "sysctl": {"vm.dirty_bytes": 0}},
         started_at=start,
         finished_at=start + timedelta(seconds=2),
+        host=f"worker-{block % 2}",
     )
 
 
@@ -123,6 +124,9 @@ def test_runs_read_alike(populated: tuple[Path, list[int]]) -> None:
         {"tags": {"kernel": "6.1", "fs": "xfs"}},
         {"tags": {"kernel": "6.2"}, "status": "failed"},
         {"tags": {"kernel": "6.1", "fs": "ext4"}},
+        {"host": "worker-1", "status": None},
+        {"host": "worker-0", "variant": "a"},
+        {"host": "nope"},
     ],
     ids=repr,
 )

@@ -37,6 +37,7 @@ class StoreReader(Protocol):
         tags: Mapping[str, str] | None = None,
         status: str | None = "ok",
         *,
+        host: str | None = None,
         metrics: Sequence[str] | None = None,
         with_jobs: bool = True,
         with_histograms: bool = True,

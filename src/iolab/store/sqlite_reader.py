@@ -186,6 +186,7 @@ class SQLiteReader:
         tags: Mapping[str, str] | None = None,
         status: str | None = "ok",
         *,
+        host: str | None = None,
         metrics: Sequence[str] | None = None,
         with_jobs: bool = True,
         with_histograms: bool = True,
@@ -195,7 +196,12 @@ class SQLiteReader:
         `tags` must all be on the run)."""
         conditions: list[str] = []
         params: list[Any] = []
-        for column, value in (("s.run_id", run_id), ("r.label", label), ("s.variant", variant)):
+        for column, value in (
+            ("s.run_id", run_id),
+            ("r.label", label),
+            ("s.variant", variant),
+            ("s.host", host),
+        ):
             if value is not None:
                 conditions.append(f"{column} = ?")
                 params.append(value)
