@@ -115,6 +115,13 @@ def _one_sided(pmf: NDArray[np.float64], stat: int, greater: bool) -> float:
     return min(1.0, float(pmf[stat:].sum() if greater else pmf[: stat + 1].sum()))
 
 
+def has_ties(x: NDArray[np.float64]) -> bool:
+    """Whether two values of x are equal (as np.unique would find, without the numpy.ma
+    import np.unique costs a command's start-up)."""
+    s = np.sort(x, axis=None)
+    return bool(s.size > 1 and np.any(s[1:] == s[:-1]))
+
+
 def signed_rank_exact_p(d: NDArray[np.float64], alternative: str) -> float | None:
     """Exact signed-rank p-value of non-zero, untied |d| (None when that does not hold).
 
@@ -123,7 +130,7 @@ def signed_rank_exact_p(d: NDArray[np.float64], alternative: str) -> float | Non
     """
     n = d.size
     ad = np.abs(d)
-    if n == 0 or n > _SIGNED_RANK_EXACT_MAX or np.any(d == 0) or np.unique(ad).size < n:
+    if n == 0 or n > _SIGNED_RANK_EXACT_MAX or np.any(d == 0) or has_ties(ad):
         return None
     ranks = np.empty(n)
     ranks[np.argsort(ad)] = np.arange(1, n + 1)
@@ -139,8 +146,7 @@ def mwu_exact_p(x: NDArray[np.float64], y: NDArray[np.float64], alternative: str
     m, n = x.size, y.size
     if m == 0 or n == 0 or m * n > _MWU_EXACT_MAX_CELLS:
         return None
-    both = np.concatenate([x, y])
-    if np.unique(both).size < both.size:
+    if has_ties(np.concatenate([x, y])):
         return None
     u_y = int(np.searchsorted(np.sort(x), y).sum())  # pairs (x_i < y_j)
     pmf = _mwu_pmf(m, n)

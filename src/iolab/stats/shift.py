@@ -110,10 +110,6 @@ def signed_rank_normal_p(d: NDArray[np.float64], alternative: str) -> float:
     return _normal_p(_ratio(r_plus - mean, se), alternative)
 
 
-def _has_ties(x: NDArray[np.float64]) -> bool:
-    return bool(np.unique(x).size < x.size)
-
-
 def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "two-sided") -> float:
     """Mann–Whitney U p-value of B against A: exact without ties (m*n <= 10^4), exact with ties
     up to 60 values in all (stats.ranks), else the normal approximation with tie correction.
