@@ -345,6 +345,46 @@ def test_brief_says_not_known_yet_with_the_blocks_it_needs() -> None:
     )
 
 
+def test_brief_shows_a_sequence_side_at_the_searched_edge_as_unbounded() -> None:
+    """After `iolab ab` decided early: the confidence sequence's upper side still sits at the
+    edge of the range it searches, which was never measured: "≥+101.4%", as the progress
+    lines and the sequential table show it, not a closed "+101.4%"."""
+    from dataclasses import replace
+
+    from iolab.model.metrics import Direction
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+    from iolab.stats.types import MetricInput, SequentialState
+
+    edge = 100 * math.expm1(INTERVAL_EDGE_LOG)
+    comparison = compare([MetricInput("write.iops", [100.0, 103.0], [161.0, 159.0], kpi=True)])
+    kpi = replace(comparison.metrics[0], ci_low_pct=12.0, ci_high_pct=edge, verdict="improvement")
+    comparison = replace(comparison, metrics=(kpi,))
+    state = SequentialState(
+        name="write.iops",
+        direction=Direction.HIGHER,
+        n_blocks=9,
+        verdict="improvement",
+        done=True,
+        estimate_pct=60.4,
+        ci_low_pct=12.0,
+        ci_high_pct=edge,
+        e_value=24.0,
+        e_value_equivalence=0.1,
+        alpha=0.05,
+        margin_pct=1.0,
+        runs_needed=None,
+        reason="evidence 24 >= 20",
+    )
+    group = Group("fsync", "fdatasync", {}, comparison, sequential=(state,))
+    report = Report("A", "B", (group,), 0.05, 1.0, sequential=True)
+    first = render(report, "brief").splitlines()[0]
+    assert first.startswith("fdatasync vs fsync: write.iops +"), first
+    assert first.endswith(" [+12.0%, ≥+101.4%]: improvement, decided after 9 blocks"), first
+    assert "[+12.0%, ≥+101.4%]" in render(report, "table")
+
+
 # ------------------------------------------------------------------------- --by and cells
 
 

@@ -20,7 +20,8 @@ _FIRST = ("jbd2.", "hist.", "vmstat.", "diskstats.")
 
 
 def _kpi_line(group: Group, m: MetricComparison, state: SequentialState | None) -> str:
-    head = f"{group.title}: {m.name} {fmt.pct(m.change_pct)} {fmt.ci(m.ci_low_pct, m.ci_high_pct)}"
+    interval = (fmt.ci if state is None else fmt.sequence_ci)(m.ci_low_pct, m.ci_high_pct)
+    head = f"{group.title}: {m.name} {fmt.pct(m.change_pct)} {interval}"
     if state is not None:
         blocks = f"{state.n_blocks} block{'s' if state.n_blocks != 1 else ''}"
         if state.verdict == "inconclusive":
