@@ -385,6 +385,42 @@ def test_brief_shows_a_sequence_side_at_the_searched_edge_as_unbounded() -> None
     assert "[+12.0%, ≥+101.4%]" in render(report, "table")
 
 
+def test_brief_counts_what_moved_only_before_the_correction_apart() -> None:
+    """After an `ab` that decided in 9 blocks, no secondary metric can pass the table's
+    correction (9 pairs: p >= 1/256 each, times 33 tests); a counter that fell 1,000-fold
+    is then named as significant on its own, not counted among those "not shown to move"."""
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput
+
+    blocks: list[str | int] = list(range(9))
+
+    def pair(name: str, a: list[float], b: list[float], kpi: bool = False) -> MetricInput:
+        return MetricInput(name, a, b, kpi=kpi, blocks_a=blocks, blocks_b=blocks)
+
+    kpi = pair("write.iops", [100.0 + i for i in range(9)], [150.0 + i for i in range(9)], True)
+    fell = [
+        pair(f"jbd2.c{j:02d}", [1000.0 + 10 * i + j for i in range(9)], [1.0 + i for i in range(9)])
+        for j in range(30)
+    ]
+    flat = [
+        pair(f"vmstat.q{j}", [5.0 + i % 3 for i in range(9)], [5.0 + (i + 1) % 3 for i in range(9)])
+        for j in range(3)
+    ]
+    comparison = compare([kpi, *fell, *flat])
+    assert all(m.p_value is not None and m.p_value < 0.05 for m in comparison.secondary[:30])
+    assert not any(
+        m.verdict in ("regression", "improvement", "changed") for m in comparison.secondary
+    )
+    report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
+    assert render(report, "brief").splitlines()[1:] == [
+        "no secondary metric or histogram moved significantly",
+        "  (30 at p ≤ 0.05 on their own, not after correcting for the table's tests — too few "
+        "samples to tell: jbd2.c00, jbd2.c01, jbd2.c02, jbd2.c03, jbd2.c04, …)",
+        "  (3 other metric(s) and histogram(s) not shown to move)",
+    ]
+
+
 # ------------------------------------------------------------------------- --by and cells
 
 

@@ -13,6 +13,7 @@ from iolab.report import fmt
 from iolab.report.model import Group, Report, is_evidence
 from iolab.report.options import RenderOptions
 from iolab.stats.types import HistogramShift, MetricComparison, SequentialState
+from iolab.textsafe import shown
 
 EVIDENCE_LINES = 8
 # kernel evidence first: it is the "why" beside the number
@@ -57,14 +58,23 @@ def _rank(name: str) -> tuple[int, str]:
     return len(_FIRST), name
 
 
-def _group_lines(group: Group) -> list[str]:
+def _group_lines(group: Group, alpha: float) -> list[str]:
     states = {s.name: s for s in group.sequential}
     comp = group.comparison
     lines = [_kpi_line(group, m, states.get(m.name)) for m in comp.kpis]
     moved = [_moved_metric(m) for m in comp.metrics if is_evidence(m)]
     moved += [_moved_shift(s) for s in comp.histogram_shifts if s.verdict == "changed"]
     moved.sort(key=lambda item: _rank(item[0]))
+    # significant alone but not after the table's correction: with few samples (an `ab` that
+    # decided after a handful of blocks) even a counter that fell 1,000-fold lands here, so
+    # it is counted apart and not said "not to move"
+    before_correction = [
+        m
+        for m in comp.secondary
+        if not is_evidence(m) and m.p_value is not None and m.p_value <= alpha
+    ]
     quiet = len(comp.secondary) + len(comp.histogram_shifts) - len(moved)
+    quiet -= len(before_correction)
     if moved:
         lines.append(f"what moved (median per sample, {group.a_name} → {group.b_name}):")
         width = max(len(name) for name, _ in moved[:EVIDENCE_LINES])
@@ -73,8 +83,15 @@ def _group_lines(group: Group) -> list[str]:
             lines.append(f"  … and {len(moved) - EVIDENCE_LINES} more that moved")
     else:
         lines.append("no secondary metric or histogram moved significantly")
+    if before_correction:
+        names = ", ".join(m.name for m in sorted(before_correction, key=lambda m: _rank(m.name)))
+        shown_names = names if len(names) <= 60 else names[:59].rsplit(", ", 1)[0] + ", …"
+        lines.append(
+            f"  ({len(before_correction)} at p ≤ {alpha:g} on their own, not after correcting "
+            f"for the table's tests — too few samples to tell: {shown_names})"
+        )
     if quiet > 0:
-        lines.append(f"  ({quiet} other metric(s) and histogram(s) did not move)")
+        lines.append(f"  ({quiet} other metric(s) and histogram(s) not shown to move)")
     return lines
 
 
@@ -83,5 +100,6 @@ def render(report: Report, options: RenderOptions) -> str:
     for i, group in enumerate(report.groups):
         if i:
             out.append("")
-        out += _group_lines(group)
-    return "".join(f"{line}\n" for line in out)
+        out += _group_lines(group, report.alpha)
+    # names and titles come from the user's files: control characters shown as escapes
+    return "".join(f"{shown(line)}\n" for line in out)
