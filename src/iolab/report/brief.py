@@ -9,6 +9,8 @@ not move.  Everything else is in `--format table` / `iolab compare RUN --all`.
 
 from __future__ import annotations
 
+import math
+
 from iolab.report import fmt
 from iolab.report.model import Group, Report, is_evidence
 from iolab.report.options import RenderOptions
@@ -40,7 +42,9 @@ def _kpi_line(group: Group, m: MetricComparison, state: SequentialState | None) 
 def _moved_metric(m: MetricComparison) -> tuple[str, str]:
     values = f"{fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)}"
     if m.a.min > 0 and m.b.min > 0 and m.change_pct is not None:  # a relative change
-        values += f"   ({fmt.pct(m.change_pct)} {fmt.ci(m.ci_low_pct, m.ci_high_pct)})"
+        bounded = m.ci_low_pct is not None and m.ci_high_pct is not None
+        interval = f" {fmt.ci(m.ci_low_pct, m.ci_high_pct)}" if bounded else ""
+        values += f"   ({fmt.pct(m.change_pct)}{interval})"
     return m.name, values
 
 
@@ -56,6 +60,17 @@ def _rank(name: str) -> tuple[int, str]:
         if name.startswith(prefix):
             return i, name
     return len(_FIRST), name
+
+
+def _largest_first(m: MetricComparison) -> tuple[int, float, str]:
+    """Kernel evidence first, then the largest relative change."""
+    size = abs(math.log1p(m.change_pct / 100)) if m.change_pct is not None else 0.0
+    return _rank(m.name)[0], -size if math.isfinite(size) else -math.inf, m.name
+
+
+def _aligned(rows: list[tuple[str, str]]) -> list[str]:
+    width = max(len(name) for name, _ in rows)
+    return [f"  {name:<{width}}  {text}" for name, text in rows]
 
 
 def _group_lines(group: Group, alpha: float) -> list[str]:
@@ -77,19 +92,21 @@ def _group_lines(group: Group, alpha: float) -> list[str]:
     quiet -= len(before_correction)
     if moved:
         lines.append(f"what moved (median per sample, {group.a_name} → {group.b_name}):")
-        width = max(len(name) for name, _ in moved[:EVIDENCE_LINES])
-        lines += [f"  {name:<{width}}  {text}" for name, text in moved[:EVIDENCE_LINES]]
+        lines += _aligned(moved[:EVIDENCE_LINES])
         if len(moved) > EVIDENCE_LINES:
             lines.append(f"  … and {len(moved) - EVIDENCE_LINES} more that moved")
     else:
         lines.append("no secondary metric or histogram moved significantly")
     if before_correction:
-        names = ", ".join(m.name for m in sorted(before_correction, key=lambda m: _rank(m.name)))
-        shown_names = names if len(names) <= 60 else names[:59].rsplit(", ", 1)[0] + ", …"
+        before_correction.sort(key=_largest_first)
+        room = max(3, EVIDENCE_LINES - len(moved))
         lines.append(
-            f"  ({len(before_correction)} at p ≤ {alpha:g} on their own, not after correcting "
-            f"for the table's tests — too few samples to tell: {shown_names})"
+            f"at p ≤ {alpha:g} on their own, too few samples to pass the correction for the "
+            f"table's tests ({group.a_name} → {group.b_name}):"
         )
+        lines += _aligned([_moved_metric(m) for m in before_correction[:room]])
+        if len(before_correction) > room:
+            lines.append(f"  … and {len(before_correction) - room} more")
     if quiet > 0:
         lines.append(f"  ({quiet} other metric(s) and histogram(s) not shown to move)")
     return lines
