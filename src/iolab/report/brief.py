@@ -39,10 +39,12 @@ def _kpi_line(group: Group, m: MetricComparison, state: SequentialState | None) 
     return f"{head} from {n}: {fmt.verdict(m)}"
 
 
-def _moved_metric(m: MetricComparison) -> tuple[str, str]:
+def _moved_metric(m: MetricComparison, with_interval: bool = True) -> tuple[str, str]:
+    """`with_interval=False` where the row's interval (at the corrected level) would
+    contradict the line's "significant on its own"."""
     values = f"{fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)}"
     if m.a.min > 0 and m.b.min > 0 and m.change_pct is not None:  # a relative change
-        bounded = m.ci_low_pct is not None and m.ci_high_pct is not None
+        bounded = with_interval and m.ci_low_pct is not None and m.ci_high_pct is not None
         interval = f" {fmt.ci(m.ci_low_pct, m.ci_high_pct)}" if bounded else ""
         values += f"   ({fmt.pct(m.change_pct)}{interval})"
     return m.name, values
@@ -104,7 +106,7 @@ def _group_lines(group: Group, alpha: float) -> list[str]:
             f"at p ≤ {alpha:g} on their own, too few samples to pass the correction for the "
             f"table's tests ({group.a_name} → {group.b_name}):"
         )
-        lines += _aligned([_moved_metric(m) for m in before_correction[:room]])
+        lines += _aligned([_moved_metric(m, False) for m in before_correction[:room]])
         if len(before_correction) > room:
             lines.append(f"  … and {len(before_correction) - room} more")
     if quiet > 0:
