@@ -94,4 +94,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def main() -> None:
+    # numpy's work here is vectors of tens to thousands of values, where BLAS threads only
+    # cost start-up: 30-40 ms of `compare`'s 0.3 s on 2 cores (bench/compare_speed.py)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     cli(prog_name="iolab")

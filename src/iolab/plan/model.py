@@ -92,6 +92,9 @@ class WorkloadSpec:
     metric: MetricRule | None = None  # command only
     # fio only: a job file path naming {src}, read per commit by `iolab bisect` (fio_text None)
     fio_file: str | None = None
+    # with fio_file: the plan's `fio:` overrides (option, value; None removes it), applied to
+    # each commit's job file once read, by the code that applies them at plan load
+    fio_overrides: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -289,18 +289,24 @@ def read_workload(
         node.fail(f"needs exactly one of {kinds}, got {', '.join(given) or 'none'}")
     kind = given[0]
     body = entries[kind]
-    if kind == "fio_file" and _commit_path(body):
-        if fio_overrides:
-            body.fail("a job file read from {src} takes no fio option overrides")
-        path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
-        _check_placeholders(body, [path], ctx)
-        return WorkloadSpec("fio", fio_file=path), 1
     if kind in ("fio", "fio_file"):
-        text, source = _fio_text(body, kind, ctx)
         options = {
             key: None if value is None else placeholders.substitute(value, ctx.values, ctx.used)
             for key, value in fio_overrides.items()
         }
+    if kind == "fio_file" and _commit_path(body):
+        # read per commit by `iolab bisect` (bisect.driver.bind), which applies `options`
+        # with apply_overrides as below; the overrides alone are confined here already
+        path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
+        needed = _check_placeholders(body, [path], ctx)
+        given = [v for v in options.values() if v is not None]
+        needed = max(needed, _check_placeholders(overrides_node or body, given, ctx))
+        problem = confine.fio_problem(apply_overrides("[job]\n", options), ctx.allowed)
+        if problem:
+            (overrides_node or body).refuse(f"the fio job leaves the sample: {problem}")
+        return WorkloadSpec("fio", fio_file=path, fio_overrides=tuple(options.items())), needed
+    if kind in ("fio", "fio_file"):
+        text, source = _fio_text(body, kind, ctx)
         spec = WorkloadSpec("fio", fio_text=apply_overrides(text, options))
         needed = _check_placeholders(source, [spec.fio_text or ""], ctx)
         problem = confine.fio_problem(spec.fio_text or "", ctx.allowed)

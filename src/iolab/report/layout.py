@@ -239,7 +239,7 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
                 s.name,
                 str(s.n_blocks),
                 fmt.pct(s.estimate_pct),
-                fmt.ci(s.ci_low_pct, s.ci_high_pct),
+                fmt.sequence_ci(s.ci_low_pct, s.ci_high_pct),
                 f"{s.e_value:.3g}",
                 f"{s.e_value_equivalence:.3g}",
                 s.verdict,
