@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bisect": ("bisect_cmd", "Find the commit between --good and --bad that changed PLAN's..."),
     "report": ("report_cmd", "An HTML report of B against A (or of one run's variants), with..."),
     "publish": ("publish_cmd", "Write a static site of every run in the store to DIR (index,..."),
+    "guest": ("guest_cmd", "QEMU guests booting real Debian kernels: build the image, run..."),
 }
 
 
