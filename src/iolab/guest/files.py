@@ -114,6 +114,8 @@ FILES: dict[str, tuple[int, str]] = {
     "/etc/systemd/network/50-iolab-guest.network": (0o644, _NETWORK),
     "/etc/fstab": (0o644, _FSTAB),
     "/etc/hostname": (0o644, "iolab-guest\n"),
+    # the journal in memory only: nothing to flush to disk at boot, nothing left in the overlay
+    "/etc/systemd/journald.conf.d/iolab-guest.conf": (0o644, "[Journal]\nStorage=volatile\n"),
     "/opt/iolab/bin/iolab": (0o755, _IOLAB),
     "/opt/iolab/venv.pth": (0o644, "/opt/iolab/src\n"),
 }
@@ -135,6 +137,16 @@ MASKED = (
     "e2scrub_reap.service",
     "fstrim.timer",
     "systemd-tmpfiles-clean.timer",
+    "systemd-update-utmp.service",
+    "systemd-binfmt.service",
+    "proc-sys-fs-binfmt_misc.automount",
+    "dev-hugepages.mount",
+    "dev-mqueue.mount",
+    "sys-fs-fuse-connections.mount",
+    "modprobe@efi_pstore.service",
+    "modprobe@fuse.service",
+    "systemd-sysusers.service",
+    "systemd-network-generator.service",
 )
 # installed (issue 19's dm-multipath targets need it) but started only when asked for
 DISABLED = ("multipathd.service", "multipathd.socket")
