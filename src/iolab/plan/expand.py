@@ -33,9 +33,11 @@ from iolab.plan.sections import (
     read_allow_paths,
     read_filesystem,
     read_fio_overrides,
+    read_kernel,
     read_knobs,
     read_monitors,
     read_prepare,
+    read_requires,
     read_target,
     read_vars,
     read_workload,
@@ -55,8 +57,11 @@ PLAN_KEYS = (
     "baseline",
     "profiles",
     "allow_paths",
+    "requires",
 )
-PROFILE_KEYS = tuple(k for k in PLAN_KEYS if k not in ("name", "profiles", "allow_paths"))
+PROFILE_KEYS = tuple(
+    k for k in PLAN_KEYS if k not in ("name", "profiles", "allow_paths", "requires")
+)
 DEFAULT_REPEAT = 5
 # Upper bounds a plan must stay within: beyond them it is a mistake (or hostile), not a plan.
 MAX_PLAN_BYTES = 1 << 20
@@ -233,6 +238,7 @@ class _Builder:
             variants=tuple(variants),
             baseline=baseline,
             matrix={d.name: tuple(str(v.value) for v in d.values) for d in dims},
+            requires=read_requires(present(self.root.items(), "requires")),
         )
 
     # --- top-level keys ---------------------------------------------------------------------
@@ -456,6 +462,7 @@ class _Builder:
             spec = replace(spec, count=needed)
         cpus_node = present(entries, "cpus")
         timeout_node = present(entries, "timeout")
+        kernel, cmdline = read_kernel(present(entries, "kernel"))
         key_parts = ([variant] if variant else []) + [f"{k}={v.value}" for k, v in cell.items()]
         return Case(
             index=index,
@@ -474,6 +481,8 @@ class _Builder:
             vars=values,
             member_queue=knobs.member_queue,
             md=knobs.md,
+            kernel=kernel,
+            kernel_cmdline=cmdline,
         )
 
     def _check_fio(self, workload: WorkloadSpec, node: Node) -> None:

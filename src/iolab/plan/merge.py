@@ -24,6 +24,7 @@ CONFIG_KEYS = (
     "monitors",
     "cpus",
     "timeout",
+    "kernel",
 )
 # knobs: sysctls, the top devices' queues, the members' / paths' queues, the md array's own
 KNOB_GROUPS = ("sysctl", "queue", "member_queue", "md")

@@ -166,6 +166,23 @@ class PrepareSpec:
     settle_s: float = 0.0  # sleep after preparation, before the measured workload
 
 
+# requirement names a target kind iolab builds meets (`requires:`); md levels as raidN
+STACK_REQUIREMENTS = frozenset(
+    {"md", "raid0", "raid1", "raid4", "raid5", "raid6", "raid10", "dm-multipath", "null-blk"}
+)
+
+
+def implied_requirements(target: TargetSpec) -> frozenset[str]:
+    """The requirement names a target meets by what it is."""
+    if target.md is not None:
+        return frozenset({"md", f"raid{target.md.level}"})
+    if target.multipath is not None:
+        return frozenset({"dm-multipath"})
+    if target.null_blk is not None:
+        return frozenset({"null-blk"})
+    return frozenset()
+
+
 @dataclass(frozen=True)
 class Case:
     """One fully resolved configuration: a variant in one matrix cell."""
@@ -187,6 +204,10 @@ class Case:
     # /sys/block/<member>/queue settings of every md member / multipath path
     member_queue: dict[str, str] = field(default_factory=dict)
     md: dict[str, str] = field(default_factory=dict)  # /sys/block/mdX/md/<name> -> value
+    # the kernel the case must run on (`uname -r`), and kernel command line additions; None:
+    # whatever this host runs.  A case naming a kernel runs only where kernels can be booted.
+    kernel: str | None = None
+    kernel_cmdline: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,6 +228,40 @@ class Plan:
     variants: tuple[str, ...]  # names in plan order ((): no variants)
     baseline: str | None  # the variant others are compared against (default: the first)
     matrix: dict[str, tuple[str, ...]]  # dimension -> values, in plan order
+    # what the measurement needs that a loop image here is not (dm-multipath, md RAID, a
+    # device model): name -> what the mail or the author says.  A name iolab builds
+    # (STACK_REQUIREMENTS) is met when every case's target is that stack; any other name is
+    # a target iolab cannot make, and iolab run refuses the plan.
+    requires: dict[str, str] = field(default_factory=dict)
+
+    def requirements(self) -> frozenset[str]:
+        """What the plan needs of a host: the stated names and those its targets imply
+        (an md RAID5 target: md, raid5; multipath: dm-multipath; null_blk: null-blk)."""
+        implied = {name for case in self.cases for name in implied_requirements(case.target)}
+        return frozenset(implied | set(self.requires))
+
+    def elsewhere(self) -> str | None:
+        """Why this plan cannot run on this host's lab (kernels to boot, a stated target
+        requirement its own target does not build), or None when the lab may try (whether
+        the kernel has the modules a stack needs is the lab's preflight's question)."""
+        unmet = []
+        for name, text in self.requires.items():
+            kinds = sorted({c.target.kind for c in self.cases if name not in
+                            implied_requirements(c.target)})  # fmt: skip
+            if name not in STACK_REQUIREMENTS:
+                unmet.append(f"{name}: {text}" if text else name)
+            elif kinds:
+                what = f"{name} ({text})" if text else name
+                unmet.append(f"{what}, but a target is {'/'.join(kinds)}")
+        if unmet:
+            return f"the plan requires a target this lab cannot make here ({'; '.join(unmet)})"
+        kernels = sorted({c.kernel for c in self.cases if c.kernel is not None})
+        if kernels:
+            return (
+                f"the plan's cases name kernels ({', '.join(kernels)}); they run on a host "
+                "that boots kernels (a fleet host or a guest), not in this process"
+            )
+        return None
 
     def cases_of(self, variant: str | None) -> tuple[Case, ...]:
         """The cases of one variant, in matrix order."""

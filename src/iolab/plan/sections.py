@@ -683,3 +683,56 @@ def read_vars(node: Node | None) -> dict[str, str]:
             value.fail(f"{key!r} cannot be a placeholder name", at_key=True)
         out[key] = read_str(value, "a number or a word")
     return out
+
+
+# --- kernels and target requirements --------------------------------------------------------
+
+_RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,99}")
+_REQUIREMENT = re.compile(r"[a-z][a-z0-9-]{0,39}")
+
+
+def read_kernel(node: Node | None) -> tuple[str | None, tuple[str, ...]]:
+    """`kernel: 6.1.0-47-cloud-amd64` or `kernel: {release: R, cmdline: "a=1 b"}` → (release,
+    cmdline words); (None, ()) when the case runs on whatever kernel the host has."""
+    if node is None or node.value is None:
+        return None, ()
+    cmdline: tuple[str, ...] = ()
+    release_node = node
+    if node.is_map:
+        entries = check_keys(node, ("release", "cmdline"), "a release or {release, cmdline}")
+        found = present(entries, "release")
+        if found is None:
+            node.fail("needs release: (the kernel as `uname -r` prints it)")
+        release_node = found
+        cmd_node = present(entries, "cmdline")
+        if cmd_node is not None:
+            cmdline = _words(cmd_node)
+    release = read_str(release_node, "a kernel release as `uname -r` prints it")
+    if not _RELEASE.fullmatch(release):
+        release_node.fail(f"{release!r} is not a kernel release like 6.1.0-47-cloud-amd64")
+    return release, cmdline
+
+
+def read_requires(node: Node | None) -> dict[str, str]:
+    """`requires: {dm-multipath: "2 paths"}` (or a list of names): what the target must be
+    that a loop image is not; stated so that nothing the measurement needs is dropped."""
+    if node is None or node.value is None:
+        return {}
+    pairs: list[tuple[str, str, Node]] = []
+    if node.is_list:
+        for item in node.elements():
+            pairs.append((read_str(item, "a requirement name like dm-multipath"), "", item))
+    elif node.is_map:
+        for name, value in node.items().items():
+            text = "" if value.value is None else read_str(value, "what is required, as text")
+            pairs.append((name, text, value))
+    else:
+        node.fail(f"must map requirement names to text, got {node.describe()}")
+    out: dict[str, str] = {}
+    for name, text, item in pairs:
+        if not _REQUIREMENT.fullmatch(name):
+            item.fail(f"{name!r} is not a requirement name like dm-multipath or md", at_key=True)
+        if name in out:
+            item.fail(f"{name!r} is listed twice")
+        out[name] = text
+    return out
