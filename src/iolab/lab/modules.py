@@ -61,8 +61,8 @@ def missing(name: str) -> str | None:
     if present(name) or loadable(name):
         return None
     if shutil.which("modprobe") is None:
-        return f"no {name} module (not loaded or built in, and modprobe is not installed)"
-    return f"no {name} module (not loaded or built in, and `modprobe -n {name}` finds none)"
+        return f"no {name} module: not loaded, not built in, and modprobe is not installed"
+    return f"no {name} module: not loaded, not built in, and `modprobe -n {name}` finds none"
 
 
 def ensure(journal: Journal, name: str, *params: str) -> None:

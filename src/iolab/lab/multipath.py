@@ -79,9 +79,9 @@ def create(journal: Journal, name: str, devices: list[str], selector: str) -> Ma
     return Map(name, uuid, kernel, tuple(paths))
 
 
-def message(m: Map, text: str) -> None:
+def message(name: str, text: str) -> None:
     """`dmsetup message NAME 0 TEXT` to a map of ours."""
-    commands.run(["dmsetup", "message", m.name, "0", *text.split()])
+    commands.run(["dmsetup", "message", name, "0", *text.split()])
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,12 @@ def parse_status(text: str) -> list[PathState]:
     return [PathState(m.group(1), m.group(2) == "A", int(m.group(3))) for m in _PATH.finditer(text)]
 
 
+def status_text(name: str) -> str:
+    return (commands.output(["dmsetup", "status", name]) or "").strip()
+
+
 def status(name: str) -> list[PathState]:
-    text = commands.output(["dmsetup", "status", name]) or ""
-    return parse_status(text)
+    return parse_status(status_text(name))
 
 
 def undo_dmremove(args: dict[str, str]) -> None:

@@ -47,31 +47,31 @@ def _md_problem(level: int) -> str | None:
     if not PROC_MDSTAT.exists():
         why = modules.missing("md_mod")
         if why:
-            return f"no md driver: {PROC_MDSTAT} does not exist and there is {why}"
+            return f"no md driver ({PROC_MDSTAT} is missing; {why})"
     module = md.PERSONALITY[level]
     names = {0: {"raid0"}, 1: {"raid1"}, 10: {"raid10"}}.get(level, {"raid4", "raid5", "raid6"})
     if names & _personalities():
         return None
     why = modules.missing(module)
-    return None if why is None else f"no md RAID{level}: {why}"
+    return None if why is None else f"no md RAID{level} ({why})"
 
 
 def _dm_problem(selector: str) -> str | None:
     if not DM_CONTROL.exists():
         why = modules.missing("dm_mod")
         if why:
-            return f"no device-mapper: {DM_CONTROL} does not exist and there is {why}"
+            return f"no device-mapper ({DM_CONTROL} is missing; {why})"
     for module in ("dm_multipath", multipath.SELECTOR_MODULES[selector]):
         why = modules.missing(module)
         if why:
-            return f"no dm-multipath: {why}"
+            return f"no dm-multipath ({why})"
     return None
 
 
 def _nullb_problem() -> str | None:
     why = modules.missing("null_blk")
     if why:
-        return f"no null_blk: {why}"
+        return f"no null_blk ({why})"
     if not nullblk.CONFIGFS.is_dir() and modules.missing("configfs"):
         return f"no configfs ({nullblk.CONFIGFS} does not exist): null_blk is set up through it"
     return None
