@@ -1,9 +1,9 @@
 """null_blk devices made through configfs: the block layer without a device.
 
 Each device is a directory `/sys/kernel/config/nullb/iolab-<run>-<pid>-<n>` (journaled, undo
-`nullb`, before it is made): its attributes are written, then `power` 1 brings /dev/nullbN up
-(N from its `index`).  The undo powers it off and removes the directory — only directories
-named `iolab-*`, so a null_blk device somebody else configured is never touched.  The module
+`nullb`, before it is made): its attributes are written, then `power` 1 brings the disk up
+(named after the directory on 6.1, /dev/nullbN with N its `index` on older kernels).  The
+undo powers it off and removes the directory — only directories named `iolab-*`, so a null_blk device somebody else configured is never touched.  The module
 is loaded with `nr_devices=0` when it is not there yet (its default would also make nullb0).
 """
 
@@ -21,6 +21,7 @@ from iolab.plan.model import NullBlkSpec
 
 CONFIGFS = Path("/sys/kernel/config")
 NULLB = CONFIGFS / "nullb"
+SYS_BLOCK = Path("/sys/block")
 QUEUE_MODES = {"bio": "0", "mq": "2"}
 IRQMODES = {"none": "0", "softirq": "1", "timer": "2"}
 
@@ -75,12 +76,17 @@ def create(journal: Journal, label: str, spec: NullBlkSpec, size_bytes: int) -> 
         index = (config / "index").read_text().strip()
     except OSError as exc:
         raise LabError(f"null_blk {label}: the kernel refused it ({exc.strerror})") from None
-    name = f"nullb{index}"
-    for _ in range(50):
-        if os.path.exists(f"/dev/{name}"):
-            return NullDevice(config, name)
+    # the disk is named after its configfs directory on kernels that do so (6.1 does),
+    # nullb<index> on older ones
+    names = (label, f"nullb{index}")
+    for _ in range(100):
+        for name in names:
+            if (SYS_BLOCK / name).is_dir() and os.path.exists(f"/dev/{name}"):
+                return NullDevice(config, name)
         time.sleep(0.1)
-    raise LabError(f"null_blk {label} is powered on, but /dev/{name} did not appear")
+    raise LabError(
+        f"null_blk {label} is powered on, but neither /dev/{names[0]} nor /dev/{names[1]} appeared"
+    )
 
 
 def undo_nullb(args: dict[str, str]) -> None:
