@@ -3,9 +3,9 @@
 Each device is a directory `/sys/kernel/config/nullb/iolab-<run>-<pid>-<n>` (journaled, undo
 `nullb`, before it is made): its attributes are written, then `power` 1 brings the disk up
 (named after the directory on 6.1, /dev/nullbN with N its `index` on older kernels).  The
-undo powers it off and removes the directory — only directories named `iolab-*`, so a
-null_blk device somebody else configured is never touched.  The module is loaded with `nr_devices=0` when it is not there
-yet (its default would also make nullb0).
+undo powers it off and removes the directory, only for directories named `iolab-*`: a
+null_blk device somebody else configured is never touched.  The module is loaded with
+`nr_devices=0` when it is not there yet (its default would also make nullb0).
 """
 
 from __future__ import annotations
