@@ -34,7 +34,10 @@ POLL_S = 0.2
 
 
 def role_labels(made: Target) -> dict[str, str]:
-    """Kernel name -> the name its metrics carry, for a stack (top, member<i> / path<i>)."""
+    """Kernel name -> the name its metrics carry: a stack's top, member<i> / path<i>; null_blk
+    devices nullb<i> (their kernel names carry the run and pid on 6.1)."""
+    if made.stack.get("kind") == "null_blk":
+        return {d.name: f"nullb{i}" for i, d in enumerate(made.devices)}
     if not made.members:
         return {}
     role = "path" if made.maps else "member"

@@ -395,8 +395,9 @@ class LabSession:
             return None
         members = made.member_names
         out: dict[str, Any] = dict(made.stack)
-        if case.member_queue:
-            out["member_queue"] = knobs.in_force({}, dict(case.member_queue), members)
+        if members:  # the members' queues in force, set by the plan or not (no sysctls)
+            shown = knobs.in_force({}, dict(case.member_queue), members)
+            out["member_queue"] = {k: v for k, v in shown.items() if k.startswith(tuple(members))}
         if made.arrays:
             out["md_in_force"] = knobs.md_in_force(made.arrays)
         return out
