@@ -72,6 +72,7 @@ def test_seed_plans_quick_profiles_in_a_guest() -> None:
         memory_mib=2048,
     )
     out = result.boots[-1].output
+    print(out)  # shown by pytest when an assertion fails
     assert result.exit_status == 0, out
     lines = out.splitlines()
 
