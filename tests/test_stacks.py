@@ -14,6 +14,7 @@ import pytest
 from iolab.errors import EXIT_REFUSED, PlanError
 from iolab.lab import stack
 from iolab.plan import load_plan
+from iolab.plan.model import Plan
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RAW = """\
@@ -30,7 +31,7 @@ kpis: [write.bw_bytes]
 NULLB = "name: nb\ntarget: {kind: null_blk, queue_mode: mq, irqmode: none}\n" + RAW
 
 
-def plan_of(tmp_path: Path, text: str, profile: str | None = None):  # type: ignore[no-untyped-def]
+def plan_of(tmp_path: Path, text: str, profile: str | None = None) -> Plan:
     path = tmp_path / "plan.yaml"
     path.write_text(text)
     return load_plan(str(path), profile)
