@@ -69,7 +69,7 @@ def test_seed_plans_quick_profiles_in_a_guest() -> None:
         textwrap.dedent(SCRIPT),
         files=files,
         timeout_s=1500,
-        memory_mib=2048,
+        memory_mib=3072,
     )
     out = result.boots[-1].output
     print(out)  # shown by pytest when an assertion fails
