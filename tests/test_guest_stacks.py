@@ -156,6 +156,7 @@ kill -9 $pid; wait $pid 2>/dev/null
 ours killed
 iolab cleanup; echo "cleanup-rc=$?"
 ours after-cleanup
+for i in $(seq 40); do pgrep -x fio >/dev/null || break; sleep 0.5; done  # SIGKILLed: reaped
 pgrep -x fio >/dev/null && echo "fio-left=yes" || echo "fio-left=no"
 after="$(foreign)"
 [ "$before" = "$after" ] && echo "foreign-same=yes" || echo "foreign-same=no: $after"
@@ -175,6 +176,7 @@ def test_stack_kinds_evidence_kill_and_foreign_in_one_boot() -> None:
         img, KERNEL_A, textwrap.dedent(SCRIPT), files=files, timeout_s=900, memory_mib=1536
     )
     out = result.boots[-1].output
+    print(out)  # shown by pytest when an assertion fails
     assert result.exit_status == 0, out
     lines = out.splitlines()
 
