@@ -23,7 +23,8 @@ from guest_fixtures import KERNEL_A, guest_image
 from iolab.guest import run
 from test_guest_boot import _no_leftovers
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+# TCG on a shared 2-core host: minutes, more than the suite's default 600 s under load
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1600)]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 SCRIPT = r"""
