@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.errors import IolabError, PlanError
+from iolab.errors import IolabError, PlanError, RefusedError
 from iolab.lab import claim as lab_claim
 from iolab.lab import provenance
 from iolab.lab.runner import interrupts_raise, preflight
@@ -108,9 +108,18 @@ def check(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
+    _runs_here(plan)
     if here:
         preflight(plan, destroy_data=destroy_data)
     return Checked(plan, kind, destroy_data)
+
+
+def _runs_here(plan: Plan) -> None:
+    """Refuse (one line, exit 3) a plan whose cases need kernels booted or a target this lab
+    cannot make (`requires:`), before anything is touched."""
+    why = plan.elsewhere()
+    if why is not None:
+        raise RefusedError(f"{plan.path or plan.name}: refusing: {why}")
 
 
 def start(
@@ -148,6 +157,7 @@ def reopen(
     plan = load_plan(info.plan_path, profile)
     if info.plan_hash and plan.sha256 != info.plan_hash:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    _runs_here(plan)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     if here:
         preflight(plan, destroy_data=destroy_data)
