@@ -1,10 +1,14 @@
 # iolab — `make demo` runs the main job, `make test` runs the tests; both install what is missing.
-.PHONY: deps test demo lint clean
+.PHONY: deps guest-image test demo lint clean
 
 deps:
 	scripts/install-deps
 
-test: deps
+# the QEMU guest image (Debian 12 root, packaged kernels): built once per machine, cached
+guest-image: deps
+	scripts/build-guest-image
+
+test: deps guest-image
 	scripts/run-tests -q
 
 demo: deps

@@ -49,7 +49,12 @@ def test_requires_is_stated(tmp_path: Path) -> None:
     plan = load_plan(write(tmp_path, BASE + 'requires: {dm-multipath: "2 paths"}\n'))
     assert plan.requires == {"dm-multipath": "2 paths"}
     assert plan.elsewhere() == (
-        "the plan requires a target this lab cannot make here (dm-multipath: 2 paths)"
+        "the plan requires a target this lab cannot make here "
+        "(dm-multipath (2 paths), but a target is loop)"
+    )
+    stated = load_plan(write(tmp_path, BASE + 'requires: {device-model: "Samsung 980 PRO"}\n'))
+    assert stated.elsewhere() == (
+        "the plan requires a target this lab cannot make here (device-model: Samsung 980 PRO)"
     )
     assert load_plan(write(tmp_path, BASE + "requires: [md]\n")).requires == {"md": ""}
     assert load_plan(write(tmp_path, BASE)).elsewhere() is None
@@ -75,6 +80,6 @@ def test_run_refuses_in_one_line(tmp_path: Path) -> None:
     assert done.exit_code == 3, done.output
     assert done.stderr.strip().splitlines() == [
         f"iolab: {path}: refusing: the plan requires a target this lab cannot make here "
-        "(dm-multipath)"
+        "(dm-multipath, but a target is loop)"
     ]
     assert not (tmp_path / "s.db").exists()

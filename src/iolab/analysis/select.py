@@ -9,9 +9,9 @@ A selector is one or more terms joined by `/` (docs/compare.md):
     label:"v5.10/ext4"             a label holding `/` (double quotes keep it one term)
     tag:kernel=6.1[,k=v...]        runs carrying these tags
     fs=xfs,writers=10              matrix cell filters (values compared as text)
+    host=ssd-01                    the samples measured on one host (a fleet's, or run here)
     caption=w/o                    imported results with that caption (exact text; the
                                    term runs to the end of the selector, or quote it)
-    host=ssd-01                    the samples measured on one host (a fleet's, or run here)
 
 Terms combine with AND.  Parsing is pure; `resolve` asks the store and turns "nothing
 matched" into a SelectorError that says what the store does hold.
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from iolab.errors import SelectorError, StoreError
 from iolab.model.sample import Sample
-from iolab.store.store import Store
+from iolab.store.reader import StoreReader
 
 _KEY = re.compile(r"^[A-Za-z_][\w.:-]*$")
 _RUN_VARIANT = re.compile(r"^(\d+):(.+)$")
@@ -41,8 +41,8 @@ class Selector:
     variant: str | None = None
     cell: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
-    caption: str | None = None
     host: str | None = None
+    caption: str | None = None
 
     def with_filters(
         self, variant: str | None = None, cell: dict[str, str] | None = None
@@ -59,8 +59,8 @@ class Selector:
             variant=variant if variant is not None else self.variant,
             cell={**self.cell, **(cell or {})},
             tags=dict(self.tags),
-            caption=self.caption,
             host=self.host,
+            caption=self.caption,
         )
 
 
@@ -119,8 +119,8 @@ def parse_selector(text: str) -> Selector:
     variant: str | None = None
     cell: dict[str, str] = {}
     tags: dict[str, str] = {}
-    caption: str | None = None
     host: str | None = None
+    caption: str | None = None
 
     def once(kind: str, old: object) -> None:
         if old is not None:
@@ -160,11 +160,6 @@ def parse_selector(text: str) -> Selector:
         elif colon and head == "variant":
             once("variant", variant)
             variant = rest or None
-        elif "=" in term and term.split("=", 1)[0].strip() == "caption":
-            once("caption", caption)
-            caption = _unquote(term.split("=", 1)[1].strip())
-            if not caption:
-                raise SelectorError(f"selector {source!r}: caption= needs the caption's text")
         elif ("=" in term and term.split("=", 1)[0].strip() == "host") or (
             colon and head == "host"
         ):
@@ -172,6 +167,11 @@ def parse_selector(text: str) -> Selector:
             host = term.split("=" if "=" in term else ":", 1)[1].strip() or None
             if host is None:
                 raise SelectorError(f"selector {source!r}: host= needs a name")
+        elif "=" in term and term.split("=", 1)[0].strip() == "caption":
+            once("caption", caption)
+            caption = _unquote(term.split("=", 1)[1].strip())
+            if not caption:
+                raise SelectorError(f"selector {source!r}: caption= needs the caption's text")
         elif "=" in term and term.split("=", 1)[0].strip() == "variant":
             once("variant", variant)
             variant = term.split("=", 1)[1].strip() or None
@@ -185,18 +185,18 @@ def parse_selector(text: str) -> Selector:
         else:
             raise SelectorError(
                 f"selector {source!r}: cannot read {term!r} "
-                "(expected run:ID, ID:VARIANT, label:NAME, tag:K=V, variant=NAME, host=NAME, "
-                "caption=TEXT or K=V)"
+                "(expected run:ID, ID:VARIANT, label:NAME, tag:K=V, variant=NAME, host=NAME "
+                "or K=V)"
             )
     if run_id is None and label is None and not tags:
         raise SelectorError(
             f"selector {source!r} names no run, label or tag (add run:ID, label:NAME or tag:K=V)"
         )
-    return Selector(source, run_id, label, variant, cell, tags, caption=caption, host=host)
+    return Selector(source, run_id, label, variant, cell, tags, host, caption)
 
 
 def resolve(
-    store: Store,
+    store: StoreReader,
     selector: Selector,
     *,
     histograms: bool = True,
@@ -237,7 +237,7 @@ def resolve(
     return samples
 
 
-def _hint(store: Store, selector: Selector) -> str:
+def _hint(store: StoreReader, selector: Selector) -> str:
     """What the store holds near the selector, so the user can correct it."""
     if selector.run_id is not None:
         info = store.run(selector.run_id)

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_cmd", "Store the fio / xfs_io / dd results in FILEs under a label..."),
     "results": ("results_cmd", "List stored runs, or the samples of one run."),
     "run": ("run_cmd", "Run PLAN in the lab: its cases in randomized complete blocks,..."),
-    "cleanup": ("cleanup_cmd", "Undo the changes (mounts, loop devices, images, sysctls, queue..."),
+    "cleanup": ("cleanup_cmd", "Undo the changes (mounts, loop devices, images, md arrays, dm..."),
     "compare": ("compare_cmd", "Compare B against A (selectors: run:ID, ID:VARIANT,..."),
     "ab": ("ab_cmd", "Adaptive A/B of PLAN's variants: blocks until every KPI has a..."),
     "export": ("export_cmd", "Write the samples SELECTOR names (run:ID, label:NAME, tag:K=V,..."),
@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bisect": ("bisect_cmd", "Find the commit between --good and --bad that changed PLAN's..."),
     "report": ("report_cmd", "An HTML report of B against A (or of one run's variants), with..."),
     "publish": ("publish_cmd", "Write a static site of every run in the store to DIR (index,..."),
+    "guest": ("guest_cmd", "QEMU guests booting real Debian kernels: build the image, run..."),
     "worker": ("worker_cmd", "Serve blocks of a fleet on this test host, one at a time,..."),
     "fleet": ("fleet_cmd", "The fleet's test hosts: status, drain and undrain."),
 }
@@ -98,4 +99,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def main() -> None:
+    # numpy's work here is vectors of tens to thousands of values, where BLAS threads only
+    # cost start-up: 30-40 ms of `compare`'s 0.3 s on 2 cores (bench/compare_speed.py)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     cli(prog_name="iolab")

@@ -42,7 +42,7 @@ _DISK_SIZE = (
 _REQUIREMENTS = (
     ("dm-multipath", re.compile(r"\bmulti-?path\b|/dev/mapper/mpath|\bdm-multipath\b", re.I)),
     (
-        "md-raid",
+        "md",
         re.compile(r"\bmdadm\b|/dev/md\d+\b|\bmd[- ]?raid\d*\b|\bRAID[- ]?(?:0|1|4|5|6|10)\b"),
     ),
     (
@@ -212,8 +212,8 @@ def requirements(found_in: list[Paragraph], device_paths: list[tuple[str, int]])
     for path, line in device_paths:
         if re.match(r"/dev/(?:dm-\d+|mapper/)", path) and "dm-multipath" not in out:
             out["device-mapper"] = Found("device-mapper", line, path)
-        if re.match(r"/dev/md\d+", path) and "md-raid" not in out:
-            out["md-raid"] = Found("md-raid", line, path)
+        if re.match(r"/dev/md\d+", path) and "md" not in out:
+            out["md"] = Found("md", line, path)
     return sorted(out.values(), key=lambda f: f.line)
 
 

@@ -1,0 +1,156 @@
+"""`iolab guest build|run|up|down|list`: real Debian kernels in QEMU guests (docs/guests.md)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from iolab.errors import IolabError
+from iolab.textsafe import shown
+
+
+def _log(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _kernels(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    kernels = tuple(k.strip() for k in text.split(",") if k.strip())
+    if not kernels:
+        raise IolabError("--kernels: name at least one kernel release")
+    return kernels
+
+
+def _files(paths: tuple[str, ...]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for text in paths:
+        path = Path(text)
+        try:
+            out[path.name] = path.read_bytes()
+        except OSError as exc:
+            raise IolabError(f"--file {text}: {exc.strerror or exc}") from None
+    return out
+
+
+@click.group("guest")
+def command() -> None:
+    """QEMU guests booting real Debian kernels: build the image, run a script, fleet hosts."""
+
+
+@command.command("build")
+@click.option("--kernels", default=None, metavar="R1,R2", help="Kernel releases (default: 3).")
+def build(kernels: str | None) -> None:
+    """Build the guest image if this machine has none cached; print where it is."""
+    from iolab.guest import image, recipe
+
+    chosen = _kernels(kernels)
+    img = image.ensure(recipe.recipe_for(chosen) if chosen else recipe.default_recipe(), _log)
+    info = img.build_info()
+    click.echo(f"{img.path}  (built in {info['seconds']} s; {', '.join(img.recipe.kernels)})")
+
+
+@command.command("run")
+@click.option("--kernel", "kernel", default=None, metavar="RELEASE", help="Kernel to boot.")
+@click.option("--file", "files", multiple=True, metavar="FILE", help="Beside the script.")
+@click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Seconds.")
+@click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
+@click.argument("script", type=click.Path(dir_okay=False, allow_dash=True))
+def run(
+    kernel: str | None, files: tuple[str, ...], timeout_s: float, memory_mib: int, script: str
+) -> None:
+    """Boot a throw-away guest, run SCRIPT (bash) in it as root, print its output and exit
+    with its status.  --file FILEs are in /run/iolab-cmd beside it."""
+    from iolab.guest import image, recipe
+    from iolab.guest import run as guest_run
+
+    text = click.open_file(script).read()
+    release = kernel or recipe.DEFAULT_KERNELS[-1]
+    img = image.ensure(recipe.recipe_for((release,)), _log)
+    result = guest_run.run_script(
+        img, release, text, files=_files(files), timeout_s=timeout_s, memory_mib=memory_mib
+    )
+    for boot in result.boots:
+        _log(f"guest: boot {boot.release} {boot.boot_id}")
+        sys.stdout.write(boot.output)
+    sys.exit(result.exit_status)
+
+
+@command.command("up")
+@click.argument("name")
+@click.option("--kernels", required=True, metavar="R1,R2", help="Its kernels; it boots R1.")
+@click.option("--broker", required=True, metavar="URL", help="The controller's Redis URL.")
+@click.option("--db", "db", required=True, metavar="URL", help="The controller's PostgreSQL.")
+@click.option("--class", "host_class", default="default", show_default=True, help="Its class.")
+@click.option(
+    "--service-command",
+    default=None,
+    metavar="SHELL",
+    help="Run this instead of `iolab worker` (shell text; e.g. a probe).",
+)
+@click.option("--file", "files", multiple=True, metavar="FILE", help="In /run/iolab-cmd.")
+@click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
+@click.option("--wait", "wait_s", default=300.0, show_default=True, help="Seconds to boot.")
+def up(
+    name: str,
+    kernels: str,
+    broker: str,
+    db: str,
+    host_class: str,
+    service_command: str | None,
+    files: tuple[str, ...],
+    memory_mib: int,
+    wait_s: float,
+) -> None:
+    """Start guest NAME as a fleet host on this machine (the image built if missing)."""
+    from iolab.guest import hosts, image, recipe
+
+    hosts.check_name(name)
+    chosen = _kernels(kernels)
+    img = image.ensure(recipe.recipe_for(chosen), _log)
+    host = hosts.up(
+        name,
+        img,
+        chosen[0],
+        broker=broker,
+        db=db,
+        host_class=host_class,
+        command=service_command,
+        files=_files(files),
+        memory_mib=memory_mib,
+        wait_s=wait_s,
+    )
+    click.echo(f"{host.name}: up on {host.booted or chosen[0]} (pid {host.pid})")
+
+
+@command.command("down")
+@click.argument("name")
+def down(name: str) -> None:
+    """Stop guest NAME and remove everything it made."""
+    from iolab.guest import hosts
+
+    if not hosts.down(name):
+        raise IolabError(f"no guest named {shown(name)}")
+    click.echo(f"{name}: down")
+
+
+@command.command("list")
+def list_() -> None:
+    """The guests started by `iolab guest up`."""
+    from iolab.guest import hosts
+
+    found = hosts.listing()
+    if not found:
+        click.echo("no guests")
+        return
+    click.echo(f"{'name':<16} {'state':<8} {'class':<10} {'kernel':<22} {'boots':>5} {'up':>7}")
+    for h in found:
+        state = "running" if h.alive else "dead"
+        age = f"{(time.time() - h.started_at) / 60:.0f} min"
+        click.echo(
+            f"{shown(h.name):<16} {state:<8} {shown(h.host_class):<10} "
+            f"{h.booted or '(booting)':<22} {h.boots:>5} {age:>7}"
+        )

@@ -1,0 +1,162 @@
+"""The files iolab adds to the guest's root: the run and service units and their scripts.
+
+The guest finds what to do on a small read-only disk labelled IOLABCMD (made per guest by
+`guest.disks`) and the iolab source on one labelled IOLABSRC, mounted at /opt/iolab/src and
+put on the venv's path by a .pth file.  The kernel command line picks the mode:
+
+- `iolab.mode=run`: `iolab-guest-run.service` runs the disk's `script` once per boot, its
+  output and exit status on the virtio port `iolab.out`, then powers off (unless the script
+  touched `$IOLAB_STAY`: it is switching kernels and runs again after the next boot);
+- `iolab.mode=service`: `iolab-guest-service.service` runs the disk's `service` script with
+  `env` as its environment, restarted whenever it stops: a fleet host's worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonce>, ...
+
+_MOUNT_CMD = """\
+#!/bin/sh
+# Mounts the command disk (label IOLABCMD) read-only at /run/iolab-cmd, waiting for udev.
+set -e
+mkdir -p /run/iolab-cmd
+mountpoint -q /run/iolab-cmd && exit 0
+for i in $(seq 300); do
+  [ -e /dev/disk/by-label/IOLABCMD ] && break
+  sleep 0.2
+done
+mount -o ro /dev/disk/by-label/IOLABCMD /run/iolab-cmd
+"""
+
+_RUN_UNIT = """\
+[Unit]
+Description=iolab: run the command disk's script, then power off
+ConditionKernelCommandLine=iolab.mode=run
+After=local-fs.target systemd-udevd.service
+Wants=systemd-udevd.service
+
+[Service]
+Type=oneshot
+ExecStartPre=/usr/local/sbin/iolab-guest-mount-cmd
+ExecStart=/bin/bash /run/iolab-cmd/boot
+TimeoutStartSec=infinity
+StandardOutput=journal+console
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+_SERVICE_UNIT = """\
+[Unit]
+Description=iolab: the guest's service (a fleet worker), from the command disk
+ConditionKernelCommandLine=iolab.mode=service
+After=local-fs.target systemd-networkd.service
+Wants=systemd-networkd.service
+
+[Service]
+ExecStartPre=/usr/local/sbin/iolab-guest-mount-cmd
+EnvironmentFile=-/run/iolab-cmd/env
+Environment=HOME=/root PYTHONDONTWRITEBYTECODE=1
+Environment=PATH=/opt/iolab/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ExecStart=/bin/bash /run/iolab-cmd/service
+KillSignal=SIGTERM
+TimeoutStopSec=60
+Restart=always
+RestartSec=3
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+_NETWORK = """\
+[Match]
+Type=ether
+
+[Network]
+DHCP=ipv4
+LinkLocalAddressing=no
+IPv6AcceptRA=no
+"""
+
+_FSTAB = """\
+/dev/vda / ext4 rw,errors=remount-ro 0 1
+LABEL=IOLABSRC /opt/iolab/src ext4 ro,nofail,x-systemd.device-timeout=60s 0 0
+"""
+
+# A small initrd (only what mounts a virtio root) boots faster under TCG than MODULES=most.
+_INITRAMFS_CONF = "MODULES=list\n"
+_INITRAMFS_HOOK = """\
+#!/bin/sh
+# iolab guest: the modules that mount the root disk, for MODULES=list
+[ "$1" = prereqs ] && exit 0
+. /usr/share/initramfs-tools/hook-functions
+manual_add_modules virtio_pci virtio_blk ext4
+"""
+
+_IOLAB = """\
+#!/opt/iolab/venv/bin/python3
+import sys
+
+from iolab.cli.main import main
+
+sys.exit(main())
+"""
+
+# path in the guest -> (mode, text)
+FILES: dict[str, tuple[int, str]] = {
+    "/usr/local/sbin/iolab-guest-mount-cmd": (0o755, _MOUNT_CMD),
+    "/etc/initramfs-tools/conf.d/iolab-guest": (0o644, _INITRAMFS_CONF),
+    "/etc/initramfs-tools/hooks/iolab-guest": (0o755, _INITRAMFS_HOOK),
+    "/etc/systemd/system/iolab-guest-run.service": (0o644, _RUN_UNIT),
+    "/etc/systemd/system/iolab-guest-service.service": (0o644, _SERVICE_UNIT),
+    "/etc/systemd/network/50-iolab-guest.network": (0o644, _NETWORK),
+    "/etc/fstab": (0o644, _FSTAB),
+    "/etc/hostname": (0o644, "iolab-guest\n"),
+    # the journal in memory only: nothing to flush to disk at boot, nothing left in the overlay
+    "/etc/systemd/journald.conf.d/iolab-guest.conf": (0o644, "[Journal]\nStorage=volatile\n"),
+    "/opt/iolab/bin/iolab": (0o755, _IOLAB),
+    "/opt/iolab/venv.pth": (0o644, "/opt/iolab/src\n"),
+}
+UNITS = ("iolab-guest-run.service", "iolab-guest-service.service", "systemd-networkd.service")
+# Each unit costs ~0.1-3 s of a TCG boot.  wait-online would wait 2 minutes for a network
+# nobody needs at boot (the service retries by itself); kexec-tools' own LSB scripts would
+# load a kernel at every boot and kexec on reboot; timers, gettys and scrubbers do nothing
+# useful in a throw-away guest.
+MASKED = (
+    "systemd-networkd-wait-online.service",
+    "kexec-load.service",
+    "kexec.service",
+    "getty-static.service",
+    "getty@tty1.service",
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "dpkg-db-backup.timer",
+    "e2scrub_all.timer",
+    "e2scrub_reap.service",
+    "fstrim.timer",
+    "systemd-tmpfiles-clean.timer",
+    "systemd-update-utmp.service",
+    "systemd-binfmt.service",
+    "proc-sys-fs-binfmt_misc.automount",
+    "dev-hugepages.mount",
+    "dev-mqueue.mount",
+    "sys-fs-fuse-connections.mount",
+    "modprobe@efi_pstore.service",
+    "modprobe@fuse.service",
+    "systemd-sysusers.service",
+    "systemd-network-generator.service",
+)
+# installed (issue 19's dm-multipath targets need it) but started only when asked for
+DISABLED = ("multipathd.service", "multipathd.socket")
+
+
+def digest() -> str:
+    """A hash of every file above and the units' states: part of the image's cache key."""
+    h = hashlib.sha256()
+    for path in sorted(FILES):
+        mode, text = FILES[path]
+        h.update(f"{path}\0{mode:o}\0{text}\0".encode())
+    h.update("\0".join((*UNITS, "-", *MASKED, "-", *DISABLED)).encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,133 @@
+"""Start QEMU for a guest and always stop it: the argv, the process, the forwarded ports.
+
+TCG only (this kind of machine has no KVM; a KVM host gets `-accel kvm` by $IOLAB_GUEST_ACCEL).
+The network is QEMU's user network with `restrict=on`: the guest can reach nothing but the
+ports forwarded to it, each `guestfwd=tcp:10.0.2.100:PORT-cmd:socat - TCP:127.0.0.1:PORT`
+(a new socat per connection, so successive connections work; a `-tcp:` chardev would carry
+one only).  Nothing leaves the machine: the controller side is always loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iolab.errors import LabError
+
+GUEST_GATEWAY = "10.0.2.100"  # where forwarded services appear inside the guest
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Disk:
+    path: Path
+    format: str = "raw"
+    readonly: bool = False
+
+
+@dataclass(frozen=True)
+class VmSpec:
+    """One guest's QEMU: direct kernel boot, virtio disks, a virtio port to a file."""
+
+    kernel: Path
+    initrd: Path
+    cmdline: str
+    disks: tuple[Disk, ...]
+    out: Path  # the guest's /dev/virtio-ports/iolab.out, appended to this file
+    console: Path  # the serial console (kernel and systemd messages)
+    pidfile: Path
+    memory_mib: int = 1024
+    forwards: tuple[int, ...] = ()  # loopback ports the guest reaches at GUEST_GATEWAY:PORT
+    reboot_exits: bool = True  # a reboot (or a panic) ends QEMU
+    extra: tuple[str, ...] = field(default=())
+
+    def argv(self) -> list[str]:
+        accel = os.environ.get("IOLAB_GUEST_ACCEL", "tcg")
+        net = "user,id=net0,restrict=on"
+        for port in self.forwards:
+            net += f",guestfwd=tcp:{GUEST_GATEWAY}:{port}-cmd:socat - TCP:127.0.0.1:{port}"
+        argv = [
+            "qemu-system-x86_64",
+            "-nodefaults",
+            "-no-user-config",
+            "-machine",
+            f"pc,accel={accel}",
+            "-cpu",
+            "max",
+            "-smp",
+            "1",
+            "-m",
+            str(self.memory_mib),
+            "-display",
+            "none",
+            "-serial",
+            f"file:{self.console}",
+            "-kernel",
+            str(self.kernel),
+            "-initrd",
+            str(self.initrd),
+            "-append",
+            self.cmdline,
+            "-device",
+            "virtio-rng-pci",
+            "-device",
+            "virtio-serial-pci",
+            "-chardev",
+            f"file,id=iolabout,path={self.out}",
+            "-device",
+            "virtserialport,chardev=iolabout,name=iolab.out",
+            "-netdev",
+            net,
+            "-device",
+            "virtio-net-pci,netdev=net0",
+            "-pidfile",
+            str(self.pidfile),
+        ]
+        for disk in self.disks:
+            ro = ",readonly=on" if disk.readonly else ""
+            argv += ["-drive", f"file={disk.path},if=virtio,format={disk.format}{ro}"]
+        if self.reboot_exits:
+            argv.append("-no-reboot")
+        return argv + list(self.extra)
+
+
+def _die_with_parent() -> None:
+    """In the child: QEMU gets SIGKILL when the process that started it dies (even by -9)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def need_qemu() -> None:
+    for tool, package in (("qemu-system-x86_64", "qemu-system-x86"), ("socat", "socat")):
+        if shutil.which(tool) is None:
+            raise LabError(f"guest: {tool} is missing (apt-get install {package})")
+
+
+def start(spec: VmSpec, log: Path, *, detached: bool = False) -> subprocess.Popen[bytes]:
+    """QEMU for `spec`, in a session of its own.  Attached (the default) it dies with this
+    process; detached (`iolab guest up`) it outlives it and `stop` ends it by pid."""
+    need_qemu()
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            spec.argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=None if detached else _die_with_parent,
+        )
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL QEMU's whole session (socat helpers included) and reap it."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
