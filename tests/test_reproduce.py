@@ -371,6 +371,23 @@ def test_robot_mail_has_nothing_here_and_other_readers_plug_in(
     assert service.reproduce(robot, "robot") is answer
 
 
+def test_robot_fio_basic_mail_reproduces_through_its_parameters(tmp_path: Path) -> None:
+    """A real 0-day fio-basic report has no command line: `reproduce` writes the plan its
+    parameters imply (reproduce.robot), which loads, with the robot's fs, rw, bs and engine."""
+    mail = Path(__file__).parent / "data" / "reports" / "lkp" / "2026-btrfs-fio-write-iops.txt"
+    out = tmp_path / "robot.yaml"
+    done = iolab("reproduce", str(mail), "-o", str(out))
+    assert done.exit_code == 0, done.output
+    plan = load_plan(str(out))
+    quick = load_plan(str(out), "quick")
+    assert plan.cases[0].filesystem.type == "btrfs"
+    job = plan.cases[0].workload.fio_text or ""
+    for option in ("rw=write", "bs=4k", "ioengine=pvsync2", "filename=fio_testfile"):
+        assert option in job, option
+    assert quick.repeat < plan.repeat
+    assert "scaled" in done.output
+
+
 def test_revert_captions_without_a_kernel() -> None:
     on = (THREADS / "out" / "iversion-on.txt").read_text()
     off = (THREADS / "out" / "iversion-off.txt").read_text()

@@ -33,8 +33,28 @@ class Reproduction:
     kernels: list[str]  # kernel releases its variants name
 
 
+def robot_reproduction(text: str, source: str) -> Reproduction | None:
+    """A 0-day/LKP fio-basic report: the plan its first parameter set implies (the others
+    are named in the notes, since one plan measures one job), None for any other mail."""
+    from iolab.ingest.comparisons import find_comparisons
+    from iolab.reproduce.robot import robot_plans
+
+    plans = robot_plans(find_comparisons(text, source))
+    if not plans:
+        return None
+    first = plans[0]
+    _check_loads(first.text, source)
+    notes = list(first.notes)
+    if len(plans) > 1:
+        notes.append(
+            f"the report has {len(plans)} fio-basic parameter sets; this plan is the first "
+            "(the others are listed in its comments' source lines)"
+        )
+    return Reproduction(first.text, [], [], notes, [], [])
+
+
 # (text, source) -> a Reproduction, or None when the mail is not of the reader's kind
-OTHER_READERS: list[Callable[[str, str], Reproduction | None]] = []
+OTHER_READERS: list[Callable[[str, str], Reproduction | None]] = [robot_reproduction]
 _MAX_TEXT = 4 << 20
 
 
