@@ -31,8 +31,10 @@ from iolab.plan.sections import (
     check_keys,
     present,
     read_allow_paths,
+    read_cmdline,
     read_filesystem,
     read_fio_overrides,
+    read_kernel,
     read_knobs,
     read_monitors,
     read_prepare,
@@ -55,6 +57,7 @@ PLAN_KEYS = (
     "baseline",
     "profiles",
     "allow_paths",
+    "reboot",
 )
 PROFILE_KEYS = tuple(k for k in PLAN_KEYS if k not in ("name", "profiles", "allow_paths"))
 DEFAULT_REPEAT = 5
@@ -63,7 +66,11 @@ MAX_PLAN_BYTES = 1 << 20
 MAX_REPEAT = 10_000
 MAX_CASES = 10_000
 # Matrix dimensions whose name alone says what they set.
-DIMENSION_PATHS = {"fs": "filesystem.type", "scheduler": "knobs.queue.scheduler"}
+DIMENSION_PATHS = {
+    "fs": "filesystem.type",
+    "scheduler": "knobs.queue.scheduler",
+    "kernel": "kernel",
+}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _DIM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -217,6 +224,7 @@ class _Builder:
             variants=tuple(variants),
             baseline=self._baseline(entries, variants),
             matrix={d.name: tuple(str(v.value) for v in d.values) for d in dims},
+            reboot=self._reboot(entries),
         )
 
     # --- top-level keys ---------------------------------------------------------------------
@@ -240,6 +248,13 @@ class _Builder:
     def _seed(self, entries: dict[str, Node]) -> int | None:
         node = present(entries, "seed")
         return None if node is None else read_int(node, 0)
+
+    def _reboot(self, entries: dict[str, Node]) -> Literal["per-sample", "per-switch"]:
+        node = present(entries, "reboot")
+        if node is None:
+            return "per-sample"
+        choice = read_choice(node, ["per-sample", "per-switch"])
+        return "per-switch" if choice == "per-switch" else "per-sample"
 
     def _on_failure(self, entries: dict[str, Node]) -> Literal["continue", "stop"]:
         node = present(entries, "on_failure")
@@ -419,6 +434,8 @@ class _Builder:
             monitors=read_monitors(present(entries, "monitors")),
             timeout_s=DEFAULT_TIMEOUT_S if timeout_node is None else read_duration(timeout_node),
             vars=values,
+            kernel=read_kernel(present(entries, "kernel")),
+            cmdline=read_cmdline(present(entries, "cmdline")),
         )
 
     def _check_fio(self, workload: WorkloadSpec, node: Node) -> None:

@@ -34,6 +34,7 @@ FsType = Literal["ext4", "xfs", "btrfs"]
 WorkloadKind = Literal["fio", "xfs_io", "dd", "command"]
 MkfsWhen = Literal["per-sample", "per-run"]
 OnFailure = Literal["continue", "stop"]
+Reboot = Literal["per-sample", "per-switch"]
 
 # Monitor names a plan may list (iolab.monitors implements them).  A monitor that cannot run
 # for a case (jbd2 on xfs) reports itself unavailable at run time; the plan does not refuse it.
@@ -124,6 +125,10 @@ class Case:
     monitors: tuple[str, ...]  # names from KNOWN_MONITORS
     timeout_s: float  # kill the sample's workload after this long
     vars: dict[str, str] = field(default_factory=dict)  # placeholder values used (provenance)
+    # the kernel the sample must run on (`uname -r`), None: whatever the host runs; and the
+    # words added to its command line (docs/kernels.md)
+    kernel: str | None = None
+    cmdline: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,14 @@ class Plan:
     variants: tuple[str, ...]  # names in plan order ((): no variants)
     baseline: str | None  # the variant others are compared against (default: the first)
     matrix: dict[str, tuple[str, ...]]  # dimension -> values, in plan order
+    # with kernels: a boot before every sample (the boot is the unit of replication), or
+    # only when the kernel changes (docs/kernels.md)
+    reboot: Reboot = "per-sample"
+
+    @property
+    def switches_kernels(self) -> bool:
+        """Some case names a kernel: the plan runs only where a worker can boot it."""
+        return any(c.kernel is not None or c.cmdline for c in self.cases)
 
     def cases_of(self, variant: str | None) -> tuple[Case, ...]:
         """The cases of one variant, in matrix order."""

@@ -515,3 +515,32 @@ def read_vars(node: Node | None) -> dict[str, str]:
             value.fail(f"{key!r} cannot be a placeholder name", at_key=True)
         out[key] = read_str(value, "a number or a word")
     return out
+
+
+_RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}")
+_CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.,:/=+@%-]+")
+MAX_CMDLINE = 1024
+
+
+def read_kernel(node: Node | None) -> str | None:
+    """`kernel: 6.1.0-47-cloud-amd64`: a release as `uname -r` prints it (docs/kernels.md)."""
+    if node is None or node.value is None:
+        return None
+    release = read_str(node, "a kernel release as `uname -r` prints it")
+    if not _RELEASE.fullmatch(release):
+        node.fail(f"{release!r} is not a kernel release as `uname -r` prints it")
+    return release
+
+
+def read_cmdline(node: Node | None) -> tuple[str, ...]:
+    """`cmdline: "mitigations=off ext4.x=1"` (or a list): words added to the kernel's command
+    line when it is booted for a sample; plain words only, so no hook ever sees a quote."""
+    if node is None or node.value is None:
+        return ()
+    words = read_str_list(node) if node.is_list else tuple(read_str(node).split())
+    for word in words:
+        if not _CMDLINE_WORD.fullmatch(word):
+            node.fail(f"command line word {word!r}: letters, digits and _.,:/=+@%- only")
+    if len(" ".join(words)) > MAX_CMDLINE:
+        node.fail(f"command line additions longer than {MAX_CMDLINE} characters")
+    return words

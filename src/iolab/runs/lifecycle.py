@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import IolabError, PlanError
+from iolab.kernels.local import refuse_local
 from iolab.lab import claim as lab_claim
 from iolab.lab import provenance
 from iolab.lab.runner import interrupts_raise, preflight
@@ -105,6 +106,7 @@ def check(plan: Plan, *, kind: str = "lab", destroy_data: bool = False) -> Check
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
+    refuse_local(plan)  # kernel plans need a worker that can boot them (docs/kernels.md)
     preflight(plan, destroy_data=destroy_data)
     return Checked(plan, kind, destroy_data)
 
