@@ -36,6 +36,8 @@ TABLES = (
     "regressions",
     "regression_events",
     "regression_keys",
+    "fleet_hosts",
+    "block_attempts",
 )
 REPO = Path(__file__).resolve().parents[1]
 

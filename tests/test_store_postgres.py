@@ -95,6 +95,8 @@ def test_same_schema_on_sqlite_and_postgres(pg_location: str, tmp_path: Path) ->
         "regressions",
         "regression_events",
         "regression_keys",
+        "fleet_hosts",
+        "block_attempts",
         "iolab_schema_version",
     }
     assert lite_shape == pg_shape

@@ -80,8 +80,11 @@ def feed(contrast: Contrast, samples: list[Sample]) -> None:
 
 
 def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
-    """Feed the decisions every stored block of a run being resumed, in block order; returns
-    the last block number stored (failed samples included: their block is used up)."""
+    """Feed the decisions the stored blocks of a run being resumed, in block order, up to the
+    first block missing; returns the last block so fed (failed samples included: their
+    block is used up).  Only a fleet leaves a gap (blocks end out of order there): the
+    blocks after it are not fed now but adopted by the fleet when the run reaches them, so
+    the decisions still see blocks 1, 2, 3, ... in order."""
     kpis = sorted({name for c in items for name in c.decisions})
     by_block: dict[int, list[Sample]] = defaultdict(list)
     for sample in store.samples(
@@ -89,10 +92,13 @@ def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
     ):
         if sample.block is not None:
             by_block[sample.block].append(sample)
-    for block in sorted(by_block):
+    stored = {block for _, block in store.done_keys(run_id)}
+    last = 0
+    while last + 1 in stored:
+        last += 1
         for contrast in items:
-            feed(contrast, by_block[block])
-    return max((block for _, block in store.done_keys(run_id)), default=0)
+            feed(contrast, by_block.get(last, []))
+    return last
 
 
 def all_done(items: list[Contrast]) -> bool:

@@ -8,7 +8,9 @@ from typing import Protocol
 
 from iolab.ab.contrasts import Contrast, all_decided, all_done, feed
 from iolab.errors import LabError
-from iolab.lab.runner import LabSession, Reporter, SilentReporter
+from iolab.lab.runner import Reporter, SilentReporter
+from iolab.model.sample import Sample
+from iolab.runs.blocks import BlockSource
 from iolab.stats.types import SequentialState
 
 
@@ -27,7 +29,7 @@ class SilentBlockReporter(SilentReporter):
 
 
 def run_blocks(
-    session: LabSession,
+    source: BlockSource,
     items: list[Contrast],
     reporter: BlockReporter,
     *,
@@ -35,33 +37,51 @@ def run_blocks(
     max_blocks: int,
     max_time_s: float | None,
 ) -> str:
-    """Run blocks in an entered `session` until every decision is done, the budget of
-    `max_blocks` blocks is spent or the next block would overrun `max_time_s`; why it
-    stopped."""
+    """Run blocks through `source` (here, or up to its width at once on a fleet) until every
+    decision is done, the budget of `max_blocks` blocks is spent or the next block would
+    overrun `max_time_s`; why it stopped.
+
+    Blocks may end out of order on a fleet; the decisions are fed in block order all the
+    same, so a verdict is the one the sequential test reaches on blocks first..k.  Blocks
+    still in flight at the verdict are the source's to revoke or store (`stop`)."""
     start = time.monotonic()
     durations: list[float] = []
     measured = 0
+    began: dict[int, float] = {}
+    ended: dict[int, list[Sample]] = {}
+    next_block = expected = first_block
     why = f"budget of {max_blocks} blocks spent"
-    for block in range(first_block, max_blocks + 1):
-        if max_time_s is not None and durations:
-            expected = sum(durations) / len(durations)
-            if time.monotonic() - start + expected > max_time_s:
-                return f"time budget of {max_time_s:g} s spent"
-        began = time.monotonic()
-        samples = session.run_block(block)
-        durations.append(time.monotonic() - began)
-        measured += sum(1 for s in samples if s.status == "ok")
-        if not measured and block >= first_block + 1:
-            reason = next((s.reason for s in samples if s.reason), "no result")
-            raise LabError(f"every sample of blocks {first_block}-{block} failed: {reason}")
-        for contrast in items:
-            feed(contrast, samples)
-            for decision in contrast.decisions.values():
-                state = decision.state
-                if state is not None and state.n_blocks > 0:
-                    reporter.decision(block, contrast, state)
-        if all_done(items):
-            if all_decided(items):
-                return "every KPI has a verdict"
-            return f"budget of {block} blocks spent"
-    return why
+    while True:
+        while next_block <= max_blocks and len(source.in_flight()) < source.width:
+            if max_time_s is not None and durations:
+                mean = sum(durations) / len(durations)
+                if time.monotonic() - start + mean > max_time_s:
+                    why = f"time budget of {max_time_s:g} s spent"
+                    break
+            began[next_block] = time.monotonic()
+            source.start(next_block)
+            next_block += 1
+        if not source.in_flight():
+            return why
+        block, samples = source.next_finished()
+        durations.append(time.monotonic() - began.pop(block, start))
+        ended[block] = samples
+        while expected in ended:
+            samples = ended.pop(expected)
+            measured += sum(1 for s in samples if s.status == "ok")
+            if not measured and expected >= first_block + 1:
+                source.stop(sorted(ended))
+                reason = next((s.reason for s in samples if s.reason), "no result")
+                raise LabError(f"every sample of blocks {first_block}-{expected} failed: {reason}")
+            for contrast in items:
+                feed(contrast, samples)
+                for decision in contrast.decisions.values():
+                    state = decision.state
+                    if state is not None and state.n_blocks > 0:
+                        reporter.decision(expected, contrast, state)
+            if all_done(items):
+                source.stop(sorted(ended))
+                if all_decided(items):
+                    return "every KPI has a verdict"
+                return f"budget of {expected} blocks spent"
+            expected += 1

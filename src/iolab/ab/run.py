@@ -10,7 +10,8 @@ final state and the comparison report with the sequential verdicts and intervals
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from iolab.ab.contrasts import Contrast, all_decided, contrasts, replay
@@ -23,6 +24,7 @@ from iolab.lab.runner import LabSession
 from iolab.plan.model import Plan
 from iolab.report.model import Report
 from iolab.runs import lifecycle
+from iolab.runs.blocks import BlockSource, LocalBlocks
 from iolab.runs.meta import AbOutcome, AbSettings, KpiOutcome, ab_settings
 from iolab.stats.types import SequentialState
 from iolab.store.store import Store
@@ -62,10 +64,11 @@ def check_plan(plan: Plan) -> None:
         raise PlanError(f"{where}: no matrix cell holds the baseline and another variant")
 
 
-def check(plan: Plan, *, destroy_data: bool = False) -> lifecycle.Checked:
-    """Everything that can refuse an A/B of `plan`, before any store is opened."""
+def check(plan: Plan, *, destroy_data: bool = False, here: bool = True) -> lifecycle.Checked:
+    """Everything that can refuse an A/B of `plan`, before any store is opened (`here`:
+    the lab's preflight too; a fleet's hosts preflight it themselves)."""
     check_plan(plan)
-    return lifecycle.check(plan, kind="ab", destroy_data=destroy_data)
+    return lifecycle.check(plan, kind="ab", destroy_data=destroy_data, here=here)
 
 
 def start(
@@ -98,10 +101,11 @@ def resume(
     max_blocks: int | None = None,
     max_time_s: float | None = None,
     destroy_data: bool = False,
+    here: bool = True,
 ) -> AbSetup:
     """Reopen ab run `run_id`: its decisions rebuilt from its stored blocks, going on where
     it stopped; `max_blocks` (if given) replaces its budget, counting all its blocks."""
-    run = lifecycle.reopen(store, run_id, kind="ab", destroy_data=destroy_data)
+    run = lifecycle.reopen(store, run_id, kind="ab", destroy_data=destroy_data, here=here)
     recorded = ab_settings(store.run(run_id))
     budget = max_blocks if max_blocks is not None else recorded.max_blocks
     settings = AbSettings(
@@ -118,7 +122,13 @@ def resume(
     return AbSetup(run, settings, items, last + 1)
 
 
-def run(setup: AbSetup, reporter: BlockReporter, *, destroy_data: bool = False) -> AbResult:
+def run(
+    setup: AbSetup,
+    reporter: BlockReporter,
+    *,
+    destroy_data: bool = False,
+    source: Callable[[lifecycle.OpenRun], BlockSource] | None = None,
+) -> AbResult:
     """The blocks of an open ab run, then its outcome recorded and its report built.
 
     Ctrl-C (or SIGTERM/SIGHUP) ends the blocks with the machine restored; the result then says
@@ -132,9 +142,13 @@ def run(setup: AbSetup, reporter: BlockReporter, *, destroy_data: bool = False) 
                 session = LabSession(
                     run_.plan, store, run_.run_id, run_.seed, destroy_data, reporter
                 )
-                with session:
+                with contextlib.ExitStack() as stack:
+                    if source is None:
+                        blocks: BlockSource = LocalBlocks(stack.enter_context(session), store)
+                    else:
+                        blocks = source(run_)
                     why = run_blocks(
-                        session,
+                        blocks,
                         setup.items,
                         reporter,
                         first_block=setup.first_block,

@@ -32,6 +32,7 @@ from iolab.runs.meta import recorded_baseline, recorded_kpis
 from iolab.stats.bins import histogram_percentiles, merge_histograms
 from iolab.stats.comparison import compare
 from iolab.stats.histogram import HistogramInput
+from iolab.stats.hosts import HostStrata
 from iolab.stats.types import Correction, MetricComparison, MetricInput, SequentialState
 from iolab.store.store import Store
 
@@ -373,8 +374,10 @@ def _group(
         if _wanted_latency(name, options.metrics)
     )
     paired_blocks = None
+    hosts: tuple[HostStrata, ...] = ()
     if paired:
         paired_blocks = len({s.block for s in samples_a} & {s.block for s in samples_b} - {None})
+        hosts = _host_strata(samples_a, samples_b, [i.name for i in inputs if i.kpi], options)
     return Group(
         a_name=a_name,
         b_name=b_name,
@@ -382,7 +385,33 @@ def _group(
         comparison=comparison,
         latency=tuple(x for x in latency if x.rows),
         paired_blocks=paired_blocks,
+        hosts=hosts,
     )
+
+
+def _host_strata(
+    samples_a: Sequence[Sample], samples_b: Sequence[Sample], kpis: list[str], options: Options
+) -> tuple[HostStrata, ...]:
+    """Per-host KPI effects when the paired blocks ran on more than one host (a fleet)."""
+    from iolab.stats.hosts import host_strata
+
+    by_block_a = {s.block: s for s in samples_a if s.block is not None}
+    by_block_b = {s.block: s for s in samples_b if s.block is not None}
+    common = sorted(set(by_block_a) & set(by_block_b))
+    hosts = {by_block_a[b].host for b in common if by_block_a[b].host == by_block_b[b].host}
+    if len(hosts) < 2 or None in hosts:
+        return ()
+    out = []
+    for name in kpis:
+        pairs: dict[str, list[tuple[float, float]]] = {}
+        for block in common:
+            a, b = by_block_a[block], by_block_b[block]
+            if a.host is None or a.host != b.host:
+                continue
+            if name in a.metrics and name in b.metrics:
+                pairs.setdefault(a.host, []).append((a.metrics[name], b.metrics[name]))
+        out.append(host_strata(name, pairs, options.alpha))
+    return tuple(out)
 
 
 def _wanted_latency(name: str, globs: Sequence[str]) -> bool:

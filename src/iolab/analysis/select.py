@@ -9,6 +9,7 @@ A selector is one or more terms joined by `/` (docs/compare.md):
     label:"v5.10/ext4"             a label holding `/` (double quotes keep it one term)
     tag:kernel=6.1[,k=v...]        runs carrying these tags
     fs=xfs,writers=10              matrix cell filters (values compared as text)
+    host=ssd-01                    the samples measured on one host (a fleet's, or run here)
 
 Terms combine with AND.  Parsing is pure; `resolve` asks the store and turns "nothing
 matched" into a SelectorError that says what the store does hold.
@@ -38,6 +39,7 @@ class Selector:
     variant: str | None = None
     cell: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    host: str | None = None
 
     def with_filters(
         self, variant: str | None = None, cell: dict[str, str] | None = None
@@ -54,6 +56,7 @@ class Selector:
             variant=variant if variant is not None else self.variant,
             cell={**self.cell, **(cell or {})},
             tags=dict(self.tags),
+            host=self.host,
         )
 
 
@@ -109,6 +112,7 @@ def parse_selector(text: str) -> Selector:
     variant: str | None = None
     cell: dict[str, str] = {}
     tags: dict[str, str] = {}
+    host: str | None = None
 
     def once(kind: str, old: object) -> None:
         if old is not None:
@@ -148,6 +152,13 @@ def parse_selector(text: str) -> Selector:
         elif colon and head == "variant":
             once("variant", variant)
             variant = rest or None
+        elif ("=" in term and term.split("=", 1)[0].strip() == "host") or (
+            colon and head == "host"
+        ):
+            once("host", host)
+            host = term.split("=" if "=" in term else ":", 1)[1].strip() or None
+            if host is None:
+                raise SelectorError(f"selector {source!r}: host= needs a name")
         elif "=" in term and term.split("=", 1)[0].strip() == "variant":
             once("variant", variant)
             variant = term.split("=", 1)[1].strip() or None
@@ -161,13 +172,14 @@ def parse_selector(text: str) -> Selector:
         else:
             raise SelectorError(
                 f"selector {source!r}: cannot read {term!r} "
-                "(expected run:ID, ID:VARIANT, label:NAME, tag:K=V, variant=NAME or K=V)"
+                "(expected run:ID, ID:VARIANT, label:NAME, tag:K=V, variant=NAME, host=NAME "
+                "or K=V)"
             )
     if run_id is None and label is None and not tags:
         raise SelectorError(
             f"selector {source!r} names no run, label or tag (add run:ID, label:NAME or tag:K=V)"
         )
-    return Selector(source, run_id, label, variant, cell, tags)
+    return Selector(source, run_id, label, variant, cell, tags, host)
 
 
 def resolve(
@@ -192,6 +204,7 @@ def resolve(
         variant=selector.variant,
         cell=selector.cell or None,
         tags=selector.tags or None,
+        host=selector.host,
         metrics=only,
         with_jobs=False,
         with_histograms=histograms,

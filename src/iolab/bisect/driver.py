@@ -13,6 +13,7 @@ without repeating a stored sample.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from iolab.plan import confine
 from iolab.plan.model import Case, Plan, WorkloadSpec
 from iolab.plan.placeholders import fill_commit, substitute
 from iolab.runs import lifecycle
+from iolab.runs.blocks import run_leased
 from iolab.store.store import Store
 
 KIND = "bisect"
@@ -428,7 +430,7 @@ def run(
                             (runner.case_key(c), block) for c in cases if c.variant in setup.partial
                         }
                         began = time.monotonic()
-                        new = session.run_block(block, done, cases)
+                        new = run_leased(session, store, block, done, cases, socket.gethostname())
                         durations.append(time.monotonic() - began)
                         by_sha = {**setup.partial, **{s.variant or "": s for s in new}}
                         setup.partial = {}

@@ -12,9 +12,12 @@ from rich.console import Console
 from iolab import ab
 from iolab.ab.run import DEFAULT_MAX_BLOCKS
 from iolab.cli.options import (
+    check_fleet_store,
     check_levels,
     check_plan_or_resume,
     ci_option,
+    fleet_options,
+    fleet_source,
     margin_option,
     parse_duration,
     parse_tags,
@@ -93,6 +96,7 @@ _RUN_OPTIONS = {
 )
 @click.option("--all", "show_all", is_flag=True, help="Every secondary metric in the report.")
 @ci_option
+@fleet_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.pass_context
 def command(
@@ -111,6 +115,9 @@ def command(
     format_name: str,
     show_all: bool,
     ci: bool,
+    fleet: str | None,
+    hosts: int,
+    broker: str | None,
     quiet: bool,
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
@@ -124,9 +131,13 @@ def command(
     tag_map = parse_tags(tags)
     checked = None
     if plan_path is not None:
-        checked = ab.run.check(load_plan(plan_path, profile), destroy_data=destroy_data)
+        checked = ab.run.check(
+            load_plan(plan_path, profile), destroy_data=destroy_data, here=fleet is None
+        )
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
+    check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
+        source = fleet_source(store, fleet, hosts, broker)
         if checked is not None:
             setup = ab.run.start(
                 store,
@@ -147,6 +158,7 @@ def command(
                 max_blocks=max_blocks,
                 max_time_s=max_time_s,
                 destroy_data=destroy_data,
+                here=fleet is None,
             )
             opening = (
                 f"ab run {resume} resumed at block {setup.first_block} "
@@ -162,7 +174,7 @@ def command(
                 highlight=False,
             )
         with AbReporter(console, quiet) as reporter:
-            result = ab.run.run(setup, reporter, destroy_data=destroy_data)
+            result = ab.run.run(setup, reporter, destroy_data=destroy_data, source=source)
     run_id = result.run_id
     if not quiet:
         console.print(f"ab run {run_id} {result.status}: {result.stopped}", highlight=False)

@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report_cmd", "An HTML report of B against A (or of one run's variants), with..."),
     "publish": ("publish_cmd", "Write a static site of every run in the store to DIR (index,..."),
     "guest": ("guest_cmd", "QEMU guests booting real Debian kernels: build the image, run..."),
+    "worker": ("worker_cmd", "Serve blocks of a fleet on this test host, one at a time,..."),
+    "fleet": ("fleet_cmd", "The fleet's test hosts: status, drain and undrain."),
 }
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -141,3 +142,58 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise IolabError(f"--max-time {text!r}: must be positive")
     return seconds
+
+
+def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--fleet CLASS [--hosts N] [--broker URL]`: the blocks run on a fleet's hosts."""
+    f = click.option(
+        "--broker",
+        default=None,
+        metavar="URL",
+        help="The fleet's Redis (default $IOLAB_BROKER).",
+    )(f)
+    f = click.option(
+        "--hosts",
+        type=click.IntRange(1, 1000),
+        default=1,
+        show_default=True,
+        metavar="N",
+        help="With --fleet: blocks in flight at once (on N hosts).",
+    )(f)
+    return click.option(
+        "--fleet",
+        "fleet",
+        default=None,
+        metavar="CLASS",
+        help="Run the blocks on the fleet's hosts of CLASS (needs a PostgreSQL store).",
+    )(f)
+
+
+def check_fleet_store(ctx: click.Context, fleet: str | None) -> None:
+    """A fleet keeps its state in PostgreSQL: refuse any other store before it is opened
+    (nor created)."""
+    if fleet is None:
+        return
+    location = store_location(ctx)
+    if not (location.is_url and location.text and location.text.startswith("postgresql")):
+        raise IolabError(
+            "a fleet keeps its state in PostgreSQL; give --db postgresql+psycopg://... "
+            "(or set IOLAB_DB)"
+        )
+
+
+def fleet_source(
+    store: Any, fleet: str | None, hosts: int, broker: str | None
+) -> Callable[[Any], Any] | None:
+    """The block source a `--fleet` run uses (None: here), after checking the store."""
+    if fleet is None:
+        return None
+    from iolab.fleet import dispatch, service
+
+    service.require_server_store(store)
+    settings = dispatch.settings(fleet, hosts, service.broker_url(broker))
+
+    def make(run: Any) -> Any:
+        return dispatch.FleetBlocks(run, settings)
+
+    return make

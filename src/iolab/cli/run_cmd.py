@@ -7,7 +7,15 @@ import sys
 import click
 from rich.console import Console
 
-from iolab.cli.options import check_plan_or_resume, parse_tags, profile_of, store_location
+from iolab.cli.options import (
+    check_fleet_store,
+    check_plan_or_resume,
+    fleet_options,
+    fleet_source,
+    parse_tags,
+    profile_of,
+    store_location,
+)
 from iolab.cli.progress import ProgressReporter
 from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.plan import load_plan
@@ -34,6 +42,7 @@ from iolab.store import open_store
     is_flag=True,
     help="Allow formatting a designated device that carries a filesystem or partition table.",
 )
+@fleet_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.pass_context
 def command(
@@ -45,6 +54,9 @@ def command(
     label: str | None,
     tags: tuple[str, ...],
     destroy_data: bool,
+    fleet: str | None,
+    hosts: int,
+    broker: str | None,
     quiet: bool,
 ) -> None:
     """Run PLAN in the lab: its cases in randomized complete blocks, every sample stored
@@ -57,11 +69,17 @@ def command(
     tag_map = parse_tags(tags)
     checked = None
     if plan_path is not None:
-        checked = lifecycle.check(load_plan(plan_path, profile), destroy_data=destroy_data)
+        checked = lifecycle.check(
+            load_plan(plan_path, profile), destroy_data=destroy_data, here=fleet is None
+        )
+    check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
+        source = fleet_source(store, fleet, hosts, broker)
         if checked is None:
             assert resume is not None
-            run = lifecycle.reopen(store, resume, kind="lab", destroy_data=destroy_data)
+            run = lifecycle.reopen(
+                store, resume, kind="lab", destroy_data=destroy_data, here=fleet is None
+            )
         else:
             run = lifecycle.start(store, checked, label=label, tags=tag_map)
         plan = run.plan
@@ -74,7 +92,9 @@ def command(
             )
         try:
             with ProgressReporter(plan, quiet) as reporter:
-                outcome = plan_run.execute(run, destroy_data=destroy_data, reporter=reporter)
+                outcome = plan_run.execute(
+                    run, destroy_data=destroy_data, reporter=reporter, source=source
+                )
         except KeyboardInterrupt:
             click.echo(
                 f"iolab: run {run.run_id} interrupted, machine restored; "

@@ -19,6 +19,7 @@ import contextlib
 import random
 import re
 import signal
+import socket
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -149,6 +150,7 @@ class LabSession:
     destroy_data: bool = False
     reporter: Reporter = field(default_factory=SilentReporter)
     journal: Journal | None = None
+    host: str | None = None  # the name its samples carry (a fleet host's); default hostname
     failures: int = 0
     _targets: dict[TargetSpec, _TargetState] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
@@ -237,6 +239,7 @@ class LabSession:
             block=block,
             position=position,
             started_at=datetime.now(UTC),
+            host=self.host or socket.gethostname(),
         )
         journal = self._journal()
         self._target(case.target)  # made once per run, outside the sample's undo scope

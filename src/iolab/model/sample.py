@@ -52,6 +52,7 @@ class Sample:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     id: int | None = None
+    host: str | None = None  # the host that measured it (lab runs); None for imports
     # filled in when read back from the store
     label: str | None = None
     tags: dict[str, str] = field(default_factory=dict)

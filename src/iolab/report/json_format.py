@@ -111,6 +111,19 @@ def group(g: Group) -> dict[str, Any]:
         "histogram_shifts": [shift(s) for s in comp.histogram_shifts],
         "latency": [latency(x) for x in g.latency],
         "sequential": [sequential(s) for s in g.sequential],
+        "hosts": [
+            {
+                "metric": h.metric,
+                "effects": [
+                    {"host": e.host, "blocks": e.blocks, "change_pct": e.change_pct}
+                    for e in h.effects
+                ],
+                "p_interaction": h.p_interaction,
+                "flagged": h.flagged,
+                "test": h.test,
+            }
+            for h in g.hosts
+        ],
         "warnings": list(comp.warnings),
     }
 

@@ -266,6 +266,8 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
                 right={1, 2, 4, 5},
             )
         )
+    if group.hosts:
+        out.append(_host_block(group, report))
     secondary = [m for m in comp.secondary if show_all or (is_evidence(m) and not is_mechanism(m))]
     if secondary:
         title = "secondary metrics" if show_all else "other metrics that changed"
@@ -342,6 +344,36 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
     if warnings:
         out.append(Block("lines", text="warnings", lines=warnings))
     return out
+
+
+def _host_block(group: Group, report: Report) -> Block:
+    """The KPIs' effect on each host, and whether it differs between hosts."""
+    rows = []
+    for strata in group.hosts:
+        if strata.p_interaction is None:
+            verdict = "not tested (needs 2 hosts with 2 blocks)"
+        elif strata.flagged:
+            verdict = f"differs by host (p {fmt.p_value(strata.p_interaction)})"
+        else:
+            verdict = f"alike (p {fmt.p_value(strata.p_interaction)})"
+        for i, effect in enumerate(strata.effects):
+            rows.append(
+                [
+                    strata.metric if i == 0 else "",
+                    effect.host,
+                    str(effect.blocks),
+                    fmt.pct(effect.change_pct) if effect.change_pct is not None else "-",
+                    verdict if i == 0 else "",
+                ]
+            )
+    return Block(
+        "table",
+        text=f"per host (host × {group.b_name}-vs-{group.a_name} interaction, alpha "
+        f"{report.alpha:g})",
+        headers=["KPI", "host", "blocks", "change", "interaction"],
+        rows=rows,
+        right={2, 3},
+    )
 
 
 def _warnings(group: Group, show_all: bool) -> list[str]:

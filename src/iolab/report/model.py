@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from iolab.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
 from iolab.model.metrics import Direction
+from iolab.stats.hosts import HostStrata
 from iolab.stats.types import Comparison, MetricComparison, SequentialState
 
 
@@ -46,6 +47,7 @@ class Group:
     latency: tuple[LatencySummary, ...] = ()
     sequential: tuple[SequentialState, ...] = ()  # `iolab ab`: the KPI decisions
     paired_blocks: int | None = None  # blocks shared by A and B when paired
+    hosts: tuple[HostStrata, ...] = ()  # per-host KPI effects, when blocks ran on several hosts
 
     @property
     def cell_text(self) -> str:

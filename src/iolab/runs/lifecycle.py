@@ -98,16 +98,20 @@ class Checked:
     destroy_data: bool
 
 
-def check(plan: Plan, *, kind: str = "lab", destroy_data: bool = False) -> Checked:
+def check(
+    plan: Plan, *, kind: str = "lab", destroy_data: bool = False, here: bool = True
+) -> Checked:
     """Everything that can refuse a new run, before any store is opened: `{src}`/`{rev}`
-    outside a bisect, then the lab's preflight."""
+    outside a bisect, then the lab's preflight — unless the blocks run elsewhere
+    (`here=False`: a fleet, whose hosts each preflight the plan under their own rules)."""
     if kind != "bisect" and _names_a_commit(plan):
         raise PlanError(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
-    refuse_local(plan)  # kernel plans need a worker that can boot them (docs/kernels.md)
-    preflight(plan, destroy_data=destroy_data)
+    if here:
+        refuse_local(plan)  # kernel plans need a worker that can boot them
+        preflight(plan, destroy_data=destroy_data)
     return Checked(plan, kind, destroy_data)
 
 
@@ -125,7 +129,9 @@ def start(
     return OpenRun(store, plan, run_id, seed)
 
 
-def reopen(store: Store, run_id: int, *, kind: str, destroy_data: bool = False) -> OpenRun:
+def reopen(
+    store: Store, run_id: int, *, kind: str, destroy_data: bool = False, here: bool = True
+) -> OpenRun:
     """Run `run_id` again with its own plan and seed, after the same preflight as a new run.
 
     The run must be of `kind` and not running elsewhere; its plan file must be where it was
@@ -145,7 +151,8 @@ def reopen(store: Store, run_id: int, *, kind: str, destroy_data: bool = False) 
     if info.plan_hash and plan.sha256 != info.plan_hash:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
-    preflight(plan, destroy_data=destroy_data)
+    if here:
+        preflight(plan, destroy_data=destroy_data)
     return OpenRun(store, plan, run_id, seed, resumed=True)
 
 

@@ -90,6 +90,7 @@ def sample_values(sample: Sample) -> dict[str, Any]:
         "finished_at": sample.finished_at,
         "provenance": dict(sample.provenance),
         "jobs": list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
+        "host": sample.host,
     }
 
 
@@ -281,5 +282,6 @@ def sample_of(row: Mapping[Any, Any], label: str | None, with_jobs: bool) -> Sam
         started_at=row["started_at"],
         finished_at=row["finished_at"],
         label=label,
+        host=row["host"],
         job_metrics={job: {} for job in row["jobs"]} if with_jobs else {},
     )

@@ -86,7 +86,9 @@ def make_engine(loc: Location, *, read_only: bool = False) -> Engine:
         if read_only:
             url = read_only_url(loc.path)
     try:
-        engine = create_engine(url)
+        # a server store: a connection left in the pool across a server restart is tested
+        # before use (a fleet's controller and workers outlive PostgreSQL restarts)
+        engine = create_engine(url, pool_pre_ping=loc.path is None)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise StoreError(f"cannot use store {loc.display}: {exc}") from None
     except ImportError as exc:  # the dialect exists but its driver is not installed

@@ -48,6 +48,7 @@ def sample_to_json(sample: Sample) -> dict[str, Any]:
         "cell": sample.cell,
         "block": sample.block,
         "position": sample.position,
+        "host": sample.host,
         "status": sample.status,
         "reason": sample.reason,
         "tool": sample.tool,

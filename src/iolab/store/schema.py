@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -32,6 +33,7 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    false,
 )
 
 # Explicit constraint names: identical on every backend, and alembic can drop them later.
@@ -128,10 +130,55 @@ samples = Table(
     Column("finished_at", UTCDateTime()),
     Column("provenance", JSON, nullable=False),
     Column("jobs", JSON, nullable=False),  # job keys in source order
+    Column("host", String(255)),  # the host that measured it (lab runs); NULL for imports
     Index("ix_samples_run_id_variant", "run_id", "variant"),
     # one sample per (run, case, block): a second process or a bug cannot store a
     # duplicate; imports have no block (NULL), and NULLs never collide
     Index("uq_samples_run_id_case_key_block", "run_id", "case_key", "block", unique=True),
+)
+
+# A test host of the fleet (docs/fleet.md), as its worker last reported it.  `state` is
+# idle | busy | offline (its worker stopped) | quarantined (the controller gave up on it);
+# `drained` hosts take no new block.
+fleet_hosts = Table(
+    "fleet_hosts",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("host_class", String(100), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("drained", Boolean, nullable=False, server_default=false()),
+    Column("reason", Text),
+    Column("heartbeat_at", UTCDateTime()),
+    Column("started_at", UTCDateTime()),
+    Column("kernel", String(255)),
+    Column("boot_id", String(64)),
+    Column("current_job", String(255)),
+    Column("devices", JSON, nullable=False),
+)
+
+# One attempt at one block of a run: the lease (docs/fleet.md "The state machine").  The
+# controller creates it `queued`; a worker (or the local runner) turns it `running` with a
+# conditional UPDATE — the claim — and heartbeats it; it ends in exactly one terminal state.
+# Samples are stored only while their attempt is `running`, in the transaction that ends it.
+block_attempts = Table(
+    "block_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, _fk("runs.id", "CASCADE"), nullable=False),
+    Column("block", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("host_class", String(100)),
+    Column("host", String(255)),
+    Column("reason", Text),
+    Column("after_decision", Boolean, nullable=False, server_default=false()),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("sent_at", UTCDateTime()),
+    Column("claimed_at", UTCDateTime()),
+    Column("heartbeat_at", UTCDateTime()),
+    Column("ended_at", UTCDateTime()),
+    Index("uq_block_attempts_run_id_block_attempt", "run_id", "block", "attempt", unique=True),
+    Index("ix_block_attempts_state", "state"),
 )
 
 # One number of a sample; `job` is '' for the result-level metric.

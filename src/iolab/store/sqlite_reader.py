@@ -40,7 +40,7 @@ _RUN_COLUMNS = (
 _SAMPLE_COLUMNS = (
     "s.id, s.run_id, s.variant, s.cell, s.block, s.position, s.status, s.reason, s.tool, "
     "s.tool_version, s.format, s.source, s.caption, s.started_at, s.finished_at, "
-    "s.provenance, s.jobs, r.label AS run_label"
+    "s.provenance, s.jobs, s.host, r.label AS run_label"
 )
 
 

@@ -375,6 +375,8 @@ class Store:
         tags: Mapping[str, str] | None = None,
         status: str | None = "ok",
         *,
+        block: int | None = None,
+        host: str | None = None,
         metrics: Sequence[str] | None = None,
         with_jobs: bool = True,
         with_histograms: bool = True,
@@ -397,6 +399,10 @@ class Store:
             query = query.where(samples.c.variant == variant)
         if status is not None:
             query = query.where(samples.c.status == status)
+        if block is not None:
+            query = query.where(samples.c.block == block)
+        if host is not None:
+            query = query.where(samples.c.host == host)
         query = query.where(*_tag_conditions(samples.c.run_id, tags))
         with self._session() as session:
             found: dict[int, Sample] = {}

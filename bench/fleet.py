@@ -1,0 +1,201 @@
+"""The fleet's costs, measured on this machine in one session (docs/fleet.md "Measured").
+
+Uses the tests' fleet (tests/fleet_env.py): Debian's redis-server, a PostgreSQL server, and
+test hosts that are network namespaces on this one machine, each running `iolab worker`.
+All hosts share this machine's CPUs and memory, so "blocks per minute with N hosts" measures
+the fleet's machinery on an I/O-bound, rate-limited job (fio sleeps most of its time), not
+N machines' worth of disks.
+
+    .venv/bin/python bench/fleet.py [--blocks 6] [--jobs 1000]
+
+1. per-block overhead: the same plan run here (`iolab run`) and on a 1-host fleet;
+2. blocks per minute with 1, 2 and 3 hosts;
+3. time to an ab verdict with 3 hosts and with 1;
+4. dispatch of 1,000 tiny jobs: attempts created and published, then every message taken
+   by a worker that finds its attempt not queued and measures nothing (the path a
+   redelivered message takes) — broker, lease check and acknowledgement, nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from fleet_env import Fleet
+from iolab.store import leases, open_store
+
+PLAN = """\
+name: fleet-bench
+target: {{size: 32M}}
+filesystem: {{type: ext4, mkfs_options: -m 1, mount_options: noatime}}
+workload:
+  fio: |
+    [w]
+    filename={{mnt}}/f
+    size=2M
+    bs=4k
+    rw=randwrite
+    ioengine=psync
+    rate=2m
+    runtime=1
+    time_based=1
+variants:
+  fast: {{fio: {{rate: {fast}}}}}
+  slow: {{fio: {{rate: {slow}}}}}
+repeat: {repeat}
+kpis: [write.iops]
+prepare: {{drop_caches: false}}
+"""
+
+
+def iolab(env: dict[str, str], *args: str) -> float:
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "iolab", *args], env=env, capture_output=True, text=True
+    )
+    if done.returncode not in (0, 10):
+        raise SystemExit(f"iolab {' '.join(args)} failed: {done.stderr}")
+    return time.monotonic() - began
+
+
+def up(fleet: Fleet, n: int) -> None:
+    for i, host in enumerate(fleet.hosts):
+        if i < n:
+            fleet.start_worker(host)
+        else:
+            fleet.kill_worker(host, 15)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with open_store(fleet.db) as store:
+            now = leases.server_now(store)
+            live = [
+                h
+                for h in leases.hosts(store, "lab")
+                if h.state in ("idle", "busy")
+                and h.heartbeat_at
+                and (now - h.heartbeat_at).total_seconds() < 3
+            ]
+        if len(live) == n:
+            time.sleep(2)  # the Celery consumers connected too
+            return
+        time.sleep(0.3)
+    raise SystemExit(f"{n} workers did not come up")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--blocks", type=int, default=6)
+    parser.add_argument("--jobs", type=int, default=1000)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="iolab-fleet-bench-"))
+    plan = tmp / "plan.yaml"
+    plan.write_text(PLAN.format(repeat=args.blocks, fast="4m", slow="1m"))
+    ab_plan = tmp / "ab.yaml"
+    ab_plan.write_text(PLAN.format(repeat=2, fast="2m", slow="1900k"))  # a 5% effect
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    fleet = Fleet.make(3)
+    try:
+        open_store(fleet.db).close()
+        env = fleet.env()
+        local_env = dict(env, IOLAB_DB=str(tmp / "local.db"))
+        # 1. per-block overhead: local vs a 1-host fleet, interleaved twice
+        up(fleet, 1)
+        local, one = [], []
+        for _ in range(2):
+            local.append(iolab(local_env, "run", str(plan), "-q") / args.blocks)
+            one.append(
+                iolab(env, "run", str(plan), "--fleet", "lab", "--hosts", "1", "-q") / args.blocks
+            )
+        print(
+            f"per block: local {min(local):.2f} s, 1-host fleet {min(one):.2f} s, "
+            f"overhead {min(one) - min(local):+.2f} s ({min(one) / min(local):.2f}x)"
+        )
+        # 2. blocks per minute with 1, 2, 3 hosts
+        for n in (1, 2, 3):
+            up(fleet, n)
+            took = iolab(env, "run", str(plan), "--fleet", "lab", "--hosts", str(n), "-q")
+            print(
+                f"{n} host(s): {args.blocks} blocks in {took:.1f} s = "
+                f"{60 * args.blocks / took:.1f} blocks/min"
+            )
+        # 3. time to an ab verdict, 3 hosts vs 1
+        for n in (3, 1):
+            up(fleet, n)
+            took = iolab(
+                env,
+                "ab",
+                str(ab_plan),
+                "--fleet",
+                "lab",
+                "--hosts",
+                str(n),
+                "--max-blocks",
+                "60",
+                "-q",
+            )
+            with open_store(fleet.db) as store:
+                run = store.runs()[-1]
+                blocks = len({s.block for s in store.samples(run.id)})
+                result = run.meta.get("ab_result", {})
+                used = max((k["blocks"] for k in result.get("states", [])), default=0)
+            print(
+                f"ab with {n} host(s): {took:.1f} s to the verdict on {used} blocks "
+                f"({blocks} stored, the rest in flight at the decision; {result.get('stopped')})"
+            )
+        # 4. dispatch of tiny jobs
+        up(fleet, 3)
+        dispatch(fleet, args.jobs)
+    finally:
+        fleet.close()
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def dispatch(fleet: Fleet, jobs: int) -> None:
+    from iolab.fleet.app import TASK, class_queue, make_app
+    from iolab.fleet.status import queue_lengths
+    from iolab.fleet.worker import Job
+
+    app = make_app(fleet.broker, visibility_timeout_s=3600)
+    workers = [h.process for h in fleet.hosts if h.process is not None]
+    for process in workers:  # frozen while the jobs are published: publishing alone is timed
+        process.send_signal(signal.SIGSTOP)
+    with open_store(fleet.db) as store:
+        run_id = store.create_run("lab", plan_text="tiny", plan_hash="0" * 64)
+        began = time.monotonic()
+        for n in range(1, jobs + 1):
+            attempt = leases.new_attempt(store, run_id, n, host_class="lab")
+            job = Job(run_id, n, 1, "tiny", "0" * 64, "tiny", 1, None)
+            leases.end(store, attempt.id, "revoked", "bench: measure nothing")
+            app.send_task(TASK, kwargs={"job": job.to_json()}, queue=class_queue("lab"))
+            leases.mark_sent(store, attempt.id)
+        sent = time.monotonic() - began
+        began = time.monotonic()
+        for process in workers:
+            process.send_signal(signal.SIGCONT)
+        while True:
+            left = (queue_lengths(fleet.broker, [class_queue("lab")]) or {}).get(
+                class_queue("lab"), 0
+            )
+            if left == 0:
+                break
+            time.sleep(0.1)
+        drained = time.monotonic() - began
+        store.delete_run(run_id)
+    print(
+        f"dispatch of {jobs} tiny jobs: published with their attempts in {sent:.1f} s "
+        f"({jobs / sent:.0f}/s); then taken by 3 workers, each finding its attempt not "
+        f"queued, in {drained:.1f} s ({jobs / drained:.0f}/s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

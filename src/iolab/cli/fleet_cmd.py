@@ -1,0 +1,92 @@
+"""`iolab fleet status|drain|undrain`: the fleet's hosts as the store has them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from iolab.cli.options import store_location
+from iolab.errors import IolabError
+from iolab.textsafe import shown
+
+
+@click.group("fleet")
+def command() -> None:
+    """The fleet's test hosts: status, drain and undrain."""
+
+
+@command.command("status")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option(
+    "--broker", default=None, metavar="URL", help="Also show queue lengths (default $IOLAB_BROKER)."
+)
+@click.pass_context
+def status(ctx: click.Context, fmt: str, broker: str | None) -> None:
+    """Each host's class, heartbeat age, kernel, boot id, current job and state; queues;
+    blocks in flight."""
+    import os
+
+    from iolab.fleet import service
+    from iolab.fleet import status as fleet_status
+    from iolab.store import open_store
+
+    broker = broker or os.environ.get("IOLAB_BROKER")
+    with open_store(store_location(ctx), must_exist=True) as store:
+        service.require_server_store(store)
+        found = fleet_status.gather(store, broker)
+    if fmt == "json":
+        click.echo(json.dumps(found.to_json(), indent=2, sort_keys=True))
+        return
+    table = Table(box=None)
+    for title in ("host", "class", "state", "heartbeat", "kernel", "boot id", "job"):
+        table.add_column(title)
+    for h in found.hosts:
+        state = h.state + (" (drained)" if h.drained else "")
+        age = "never" if h.heartbeat_age_s is None else f"{h.heartbeat_age_s:.0f} s ago"
+        table.add_row(
+            shown(h.name),
+            shown(h.host_class),
+            state,
+            age,
+            shown(h.kernel or "?"),
+            (h.boot_id or "?")[:8],
+            shown(h.current_job or "-"),
+        )
+    console = Console(soft_wrap=True)
+    console.print(table)
+    if found.queues is not None:
+        for name, length in found.queues.items():
+            console.print(f"queue {shown(name)}: {length} waiting", highlight=False)
+    console.print(f"{len(found.in_flight)} blocks in flight", highlight=False)
+
+
+def _drain(ctx: click.Context, host: str, drained: bool) -> None:
+    from iolab.fleet import service
+    from iolab.store import leases, open_store
+
+    with open_store(store_location(ctx), must_exist=True) as store:
+        service.require_server_store(store)
+        if not leases.set_drained(store, host, drained):
+            raise IolabError(f"no host {host} in the fleet")
+    click.echo(f"host {shown(host)} {'drained' if drained else 'undrained'}")
+
+
+@command.command("drain")
+@click.argument("host")
+@click.pass_context
+def drain(ctx: click.Context, host: str) -> None:
+    """HOST takes no new block (the one it runs ends normally)."""
+    _drain(ctx, host, True)
+
+
+@command.command("undrain")
+@click.argument("host")
+@click.pass_context
+def undrain(ctx: click.Context, host: str) -> None:
+    """HOST takes blocks again (also lifts a quarantine)."""
+    _drain(ctx, host, False)

@@ -1,0 +1,260 @@
+"""The controller's side: a `BlockSource` that runs blocks on a fleet's hosts.
+
+Every decision stays with the caller (`plan_run`, `ab.loop`); this only gets blocks measured.
+It keeps up to `hosts` blocks in flight, each as an attempt row in the store sent as one
+Celery message to the class's queue, and learns what became of them by polling the store
+(never Celery's results):
+
+- `finished` → the block's samples (stored by the worker with the lease) are handed back;
+- `lost` (3 missed heartbeats, expired here), `timed_out`, `infra_error`, or `queued` too
+  long while a host of the class sits idle → a new attempt (attempt + 1), which any host of
+  the class may take; the host that went silent is marked offline, and quarantined when it
+  stays away;
+- `refused` and `failed` end the run with the reason (as they would end a local run).
+
+A message that could not be published (redis-server down) is published again on the next
+poll.  A resumed run adopts its blocks' attempts: finished blocks are not measured again,
+and attempts still queued or running are waited for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from iolab.errors import LabError, RefusedError, StoreError
+from iolab.fleet.app import TASK, class_queue, make_app
+from iolab.fleet.config import DEFAULT_VISIBILITY_S, heartbeat_s
+from iolab.fleet.worker import Job
+from iolab.model.sample import Sample
+from iolab.plan.model import Case
+from iolab.runs.lifecycle import OpenRun
+from iolab.store import leases
+from iolab.store.leases import Attempt
+
+log = logging.getLogger("iolab.fleet.dispatch")
+RETRIED = ("lost", "timed_out", "infra_error")
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    host_class: str
+    hosts: int
+    broker_url: str
+    heartbeat_s: float
+    visibility_timeout_s: float = DEFAULT_VISIBILITY_S
+    poll_s: float = 0.5
+    max_attempts: int = 5
+    claim_timeout_s: float | None = None  # default: 3 heartbeats
+    quarantine_after_s: float | None = None  # default: 5 heartbeats
+
+    @property
+    def grace_s(self) -> float:
+        return 3 * self.heartbeat_s
+
+
+def settings(host_class: str, hosts: int, broker_url: str) -> FleetSettings:
+    return FleetSettings(host_class, hosts, broker_url, heartbeat_s())
+
+
+def longest_block_s(cases: Sequence[Case]) -> float:
+    """An upper bound of one block's time: each case's three steps at their time limit."""
+    return sum(3 * case.timeout_s for case in cases)
+
+
+class FleetBlocks:
+    """Blocks of one open run measured on the hosts of one class."""
+
+    def __init__(self, run: OpenRun, fleet: FleetSettings) -> None:
+        self.run, self.fleet = run, fleet
+        # past every step's own time limit, and 10 minutes for mkfs, mounts and restores
+        self.block_timeout_s = longest_block_s(run.plan.cases) + 600
+        self.store = run.store
+        self.app = make_app(fleet.broker_url, visibility_timeout_s=fleet.visibility_timeout_s)
+        self._flight: dict[int, Attempt] = {}
+        self._ready: deque[tuple[int, list[Sample]]] = deque()
+        self._latest = {a.block: a for a in leases.attempts(self.store, run.run_id)}
+        self.after_decision: list[int] = []
+
+    # -- BlockSource ----------------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        return self.fleet.hosts
+
+    def in_flight(self) -> list[int]:
+        return [*self._flight, *(b for b, _ in self._ready)]
+
+    def start(self, block: int, cases: Sequence[Case] = ()) -> None:
+        if cases:
+            raise ValueError("a fleet runs whole blocks of the plan")
+        latest = self._latest.get(block)
+        if latest is not None and latest.state == "finished":
+            self._ready.append((block, self._samples(block)))
+        elif latest is not None and latest.state in leases.LIVE:
+            self._flight[block] = latest  # a resumed run: wait for it
+        else:
+            self._dispatch(block)
+
+    def next_finished(self) -> tuple[int, list[Sample]]:
+        while not self._ready:
+            try:
+                self._poll()
+            except StoreError as exc:  # PostgreSQL restarting: wait for it
+                log.warning("store unreachable, retrying: %s", exc)
+            if not self._ready:
+                time.sleep(self.fleet.poll_s)
+        return self._ready.popleft()
+
+    def stop(self, unused: Sequence[int] = ()) -> list[int]:
+        """Queued attempts are revoked (a worker that gets their message measures nothing);
+        running ones are waited for, stored and marked as after the decision, as are the
+        `unused` blocks (ended, but not fed to the decision)."""
+        for block, attempt in list(self._flight.items()):
+            if leases.end(
+                self.store, attempt.id, "revoked", "not needed: decided", only_from=("queued",)
+            ):
+                del self._flight[block]
+        after = [*self._flight, *(b for b, _ in self._ready), *unused]
+        while self._flight:
+            with contextlib.suppress(StoreError):
+                self._poll(redispatch=False)
+            if self._flight:
+                time.sleep(self.fleet.poll_s)
+        self._ready.clear()
+        leases.mark_after_decision(self.store, self.run.run_id, after)
+        self.after_decision = sorted(after)
+        return self.after_decision
+
+    def abandon(self) -> None:
+        """The run ends with an error: revoke what has not started."""
+        for attempt in self._flight.values():
+            with contextlib.suppress(StoreError):
+                leases.end(
+                    self.store, attempt.id, "revoked", "the run ended", only_from=("queued",)
+                )
+
+    # -- inside ---------------------------------------------------------------------------
+
+    def _samples(self, block: int) -> list[Sample]:
+        return self.store.samples(self.run.run_id, status=None, block=block)
+
+    def _dispatch(self, block: int) -> None:
+        attempt = leases.new_attempt(
+            self.store, self.run.run_id, block, host_class=self.fleet.host_class
+        )
+        self._flight[block] = attempt
+        self._latest[block] = attempt
+        self._send(attempt)
+
+    def _send(self, attempt: Attempt) -> None:
+        plan = self.run.plan
+        job = Job(
+            self.run.run_id,
+            attempt.block,
+            attempt.attempt,
+            plan.text,
+            plan.sha256,
+            plan.path or plan.name,
+            self.run.seed,
+            plan.profile,
+        )
+        try:
+            self.app.send_task(
+                TASK, kwargs={"job": job.to_json()}, queue=class_queue(self.fleet.host_class)
+            )
+        except Exception as exc:  # kombu/redis: broker down; published again on next poll
+            log.warning("could not publish %s: %s", job.title, exc)
+            return
+        leases.mark_sent(self.store, attempt.id)
+
+    def _poll(self, *, redispatch: bool = True) -> None:
+        store, run_id = self.store, self.run.run_id
+        for gone in leases.expire(
+            store, run_id, grace_s=self.fleet.grace_s, block_timeout_s=self.block_timeout_s
+        ):
+            if gone.host:
+                leases.set_host_state(store, gone.host, "offline", f"lost {_title(gone)}")
+        self._quarantine()
+        now = leases.server_now(store)
+        current = {a.id: a for a in leases.attempts(store, run_id)}
+        for block, old in list(self._flight.items()):
+            attempt = current.get(old.id, old)
+            self._flight[block] = attempt
+            state = attempt.state
+            if state == "queued":
+                if attempt.sent_at is None:
+                    self._send(attempt)
+                elif (
+                    redispatch
+                    and self._unclaimed_too_long(attempt, now)
+                    and leases.end(
+                        store, attempt.id, "lost", "never claimed", only_from=("queued",)
+                    )
+                ):
+                    self._retry(block, attempt)
+            elif state == "finished":
+                del self._flight[block]
+                self._ready.append((block, self._samples(block)))
+            elif state in RETRIED:
+                del self._flight[block]
+                if redispatch:
+                    self._retry(block, attempt)
+            elif state == "refused":
+                self.abandon()
+                raise RefusedError(f"host {attempt.host} refused block {block}: {attempt.reason}")
+            elif state == "failed":
+                self.abandon()
+                raise LabError(f"block {block} failed on host {attempt.host}: {attempt.reason}")
+            elif state == "revoked":
+                del self._flight[block]
+
+    def _retry(self, block: int, attempt: Attempt) -> None:
+        if attempt.attempt >= self.fleet.max_attempts:
+            self.abandon()
+            raise LabError(
+                f"block {block}: {attempt.attempt} attempts ended without a result "
+                f"(last: {attempt.state} on {attempt.host or 'no host'}: {attempt.reason})"
+            )
+        log.warning("%s %s (%s): dispatched again", _title(attempt), attempt.state, attempt.reason)
+        self._dispatch(block)
+
+    def _unclaimed_too_long(self, attempt: Attempt, now: Any) -> bool:
+        """Queued past the claim timeout while a live host of the class is idle: its
+        message was lost (a broker restarted without its data)."""
+        limit = self.fleet.claim_timeout_s or 3 * self.fleet.heartbeat_s
+        if attempt.sent_at is None or now - attempt.sent_at < timedelta(seconds=limit):
+            return False
+        fresh = timedelta(seconds=self.fleet.grace_s)
+        return any(
+            h.state == "idle"
+            and not h.drained
+            and h.heartbeat_at is not None
+            and now - h.heartbeat_at < fresh
+            for h in leases.hosts(self.store, self.fleet.host_class)
+        )
+
+    def _quarantine(self) -> None:
+        """Hosts silent past the quarantine time are quarantined: no block goes to them
+        until `iolab fleet undrain`."""
+        limit = self.fleet.quarantine_after_s or 5 * self.fleet.heartbeat_s
+        now = leases.server_now(self.store)
+        for host in leases.hosts(self.store, self.fleet.host_class):
+            silent = host.heartbeat_at is None or now - host.heartbeat_at > timedelta(seconds=limit)
+            if host.state == "offline" and silent and host.reason and "lost" in host.reason:
+                leases.set_host_state(
+                    self.store,
+                    host.name,
+                    "quarantined",
+                    f"silent since {host.heartbeat_at:%H:%M:%S} UTC; " + host.reason,
+                )
+
+
+def _title(attempt: Attempt) -> str:
+    return f"block {attempt.block} attempt {attempt.attempt}"

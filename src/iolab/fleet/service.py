@@ -1,0 +1,121 @@
+"""Starting a worker, and a host's drain switch: what `iolab worker` and `iolab fleet` call."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import sys
+import warnings
+
+from iolab.errors import IolabError
+from iolab.fleet.app import class_queue, host_queue, make_app, redacted
+from iolab.fleet.config import HostConfig
+from iolab.fleet.worker import Beat, Worker, boot_id, kernel, register
+from iolab.store import leases
+from iolab.store.store import Store
+
+log = logging.getLogger("iolab.fleet")
+
+
+def broker_url(given: str | None) -> str:
+    """The broker: --broker, else $IOLAB_BROKER, else the file $IOLAB_BROKER_FILE names
+    (so a password need not be on a command line, where `ps` shows it)."""
+    if given:
+        return given
+    if os.environ.get("IOLAB_BROKER"):
+        return os.environ["IOLAB_BROKER"]
+    path = os.environ.get("IOLAB_BROKER_FILE")
+    if path:
+        try:
+            with open(path) as fh:
+                return fh.read().strip()
+        except OSError as exc:
+            raise IolabError(f"IOLAB_BROKER_FILE {path}: {exc.strerror}") from None
+    raise IolabError("no broker: give --broker URL or set IOLAB_BROKER (redis://HOST:6379/0)")
+
+
+def require_server_store(store: Store) -> None:
+    if store.engine.dialect.name != "postgresql":
+        raise IolabError(
+            f"a fleet keeps its state in PostgreSQL; store {store.location} is SQLite "
+            "(give --db postgresql+psycopg://...)"
+        )
+
+
+def run_worker(config: HostConfig, store: Store, broker: str) -> int:
+    """Serve blocks until stopped (SIGTERM: after the running block); the exit code."""
+    require_server_store(store)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
+    )
+    leases.register_host(
+        store,
+        config.name,
+        config.host_class,
+        kernel=kernel(),
+        boot_id=boot_id(),
+        devices=config.devices,
+    )
+    beat = Beat(store, config)
+    beat.beat()
+    beat.start()
+    app = make_app(broker, visibility_timeout_s=config.visibility_timeout_s)
+    # the lab needs root (loop devices, mkfs, mount); Celery's warning about it is known
+    warnings.filterwarnings("ignore", message=".*superuser privileges.*")
+    register(app, Worker(config, store, beat))
+    log.info(
+        "host %s (class %s) serving %s and %s from %s",
+        config.name,
+        config.host_class,
+        class_queue(config.host_class),
+        host_queue(config.name),
+        redacted(broker),
+    )
+    worker = app.Worker(
+        hostname=f"iolab@{config.name}",
+        queues=[class_queue(config.host_class), host_queue(config.name)],
+        pool="solo",
+        concurrency=1,
+        loglevel="INFO",
+        without_gossip=True,
+        without_mingle=True,
+        without_heartbeat=True,
+        quiet=True,
+    )
+    try:
+        worker.start()
+    finally:
+        beat.stop()
+        with contextlib.suppress(IolabError):
+            leases.set_host_state(store, config.name, "offline", "worker stopped")
+    return int(worker.exitcode or 0)
+
+
+def systemd_unit(executable: str) -> str:
+    """A unit that runs `iolab worker` on boot and again after a crash; the broker and
+    store URLs come from an environment file readable by root only."""
+    return f"""[Unit]
+Description=iolab fleet worker (runs blocks of iolab plans)
+Documentation=man:iolab(1) docs/fleet.md
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+# IOLAB_BROKER=redis://:PASSWORD@controller:6379/0
+# IOLAB_DB=postgresql+psycopg://iolab:PASSWORD@controller/iolab
+EnvironmentFile=/etc/iolab/worker.env
+ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
+# SIGTERM: a warm shutdown, after the running block; the journal undoes a killed one
+# (ExecStartPre runs `iolab cleanup` for what a crash left)
+ExecStartPre=-{shlex.quote(executable)} cleanup
+KillSignal=SIGTERM
+TimeoutStopSec=infinity
+Restart=on-failure
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+"""

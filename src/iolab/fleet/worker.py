@@ -1,0 +1,314 @@
+"""A test host's side of the fleet: the block task, its lease and its heartbeat.
+
+A task is data: a plan's text and hash, a run, a block and an attempt.  The worker
+
+1. claims the attempt's lease in PostgreSQL (a conditional UPDATE: a redelivered or
+   duplicated message finds it running or ended and measures nothing);
+2. checks the plan's SHA-256 and preflights it under *its own* host config: device targets
+   must be among the host's designated devices, `command:` workloads need
+   `allow_commands`, then the lab's own preflight — a refusal ends the attempt `refused`
+   with the reason, before anything on the host is touched;
+3. runs the block with the same `iolab.plan` load and `LabSession.run_block` as a local
+   run, its samples kept in memory;
+4. stores them and ends the lease `finished` in one transaction — only if the lease is
+   still running (a late result of an expired attempt is dropped).
+
+A thread heartbeats the host row and the running lease every `heartbeat_s`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from iolab.errors import IolabError, LabError, PlanError, RefusedError, StoreError
+from iolab.fleet.config import HostConfig
+from iolab.lab.runner import LabSession, SampleFailed, preflight
+from iolab.model.sample import Sample
+from iolab.plan.model import Plan
+from iolab.store import leases
+from iolab.store.store import Store
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+log = logging.getLogger("iolab.fleet.worker")
+T = TypeVar("T")
+JOB_VERSION = 1
+_JOB_FIELDS = {
+    "v": int,
+    "run_id": int,
+    "block": int,
+    "attempt": int,
+    "plan_text": str,
+    "plan_sha256": str,
+    "plan_name": str,
+    "seed": int,
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    run_id: int
+    block: int
+    attempt: int
+    plan_text: str
+    plan_sha256: str
+    plan_name: str
+    seed: int
+    profile: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": JOB_VERSION,
+            "run_id": self.run_id,
+            "block": self.block,
+            "attempt": self.attempt,
+            "plan_text": self.plan_text,
+            "plan_sha256": self.plan_sha256,
+            "plan_name": self.plan_name,
+            "seed": self.seed,
+            "profile": self.profile,
+        }
+
+    @property
+    def title(self) -> str:
+        return f"run {self.run_id} block {self.block} attempt {self.attempt}"
+
+
+def parse_job(data: object) -> Job:
+    """A task's payload checked field by field (it came over the network)."""
+    if not isinstance(data, dict):
+        raise ValueError("a job is a JSON object")
+    for key, kind in _JOB_FIELDS.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            raise ValueError(f"job field {key!r} is missing or not {kind.__name__}")
+    if data["v"] != JOB_VERSION:
+        raise ValueError(f"job version {data['v']} is not {JOB_VERSION}")
+    profile = data.get("profile")
+    if profile is not None and not isinstance(profile, str):
+        raise ValueError("job field 'profile' is not text")
+    return Job(
+        data["run_id"],
+        data["block"],
+        data["attempt"],
+        data["plan_text"],
+        data["plan_sha256"],
+        data["plan_name"],
+        data["seed"],
+        profile,
+    )
+
+
+def kernel() -> str:
+    return platform.release()
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+@dataclass
+class Beat:
+    """The heartbeat thread: the host row always, the running lease while there is one."""
+
+    store: Store
+    config: HostConfig
+    current: tuple[int, str] | None = None  # (attempt id, title)
+    lost: threading.Event = field(default_factory=threading.Event)
+    host: leases.HostRow | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="iolab-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def beat(self) -> None:
+        current = self.current
+        try:
+            self.host = leases.host_heartbeat(
+                self.store, self.config.name, current[1] if current else None
+            )
+            if current is not None and not leases.heartbeat(self.store, current[0]):
+                self.lost.set()
+        except Exception as exc:  # the server or the link is down: the next beat tries again
+            # (whatever the driver raised: a heartbeat thread that died would look, to the
+            # controller, like a host that never comes back)
+            log.warning("heartbeat failed: %s", exc)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.config.heartbeat_s):
+            self.beat()
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why this host takes no block now (drained or quarantined), if so."""
+        host = self.host
+        if host is None:
+            return None
+        if host.drained:
+            return "drained"
+        if host.state == "quarantined":
+            return f"quarantined ({host.reason or 'by the controller'})"
+        return None
+
+
+class LeaseLost(LabError):
+    """The lease expired while the block ran: stop, nothing of it is stored."""
+
+
+class BufferSink:
+    """Keeps a block's samples until the block ends (stored at once under the lease)."""
+
+    def __init__(self, beat: Beat) -> None:
+        self.samples: list[Sample] = []
+        self.beat = beat
+
+    def add_sample(self, sample: Sample) -> int:
+        if self.beat.lost.is_set():
+            raise LeaseLost("the lease expired (missed heartbeats); the block is dropped")
+        self.samples.append(sample)
+        return -len(self.samples)  # provisional: the store gives the id
+
+
+def check_on_host(config: HostConfig, job: Job) -> Plan:
+    """The plan of `job` as this host accepts it, or RefusedError/PlanError saying why."""
+    from iolab.plan.expand import plan_from_text
+    from iolab.plan.placeholders import uses_commit
+
+    digest = hashlib.sha256(job.plan_text.encode("utf-8")).hexdigest()
+    if digest != job.plan_sha256:
+        raise RefusedError("the plan's text does not match its SHA-256")
+    plan = plan_from_text(job.plan_text, job.plan_name, job.profile)
+    designated = set(config.devices)
+    for case in plan.cases:
+        spec = case.target
+        if spec.kind == "device":
+            for device in spec.devices:
+                if os.path.realpath(device) not in designated:
+                    raise RefusedError(
+                        f"device {device} is not designated on host {config.name} "
+                        f"(its host config lists {', '.join(config.devices) or 'none'})"
+                    )
+        for step in (case.workload, case.prepare.fill, case.prepare.warmup):
+            if step is None:
+                continue
+            if step.kind == "command" and not config.allow_commands:
+                raise RefusedError(
+                    f"host {config.name} runs no `command:` workloads (allow_commands is off)"
+                )
+            texts = [step.fio_text or "", step.fio_file or "", *step.argv]
+            if any(uses_commit(t) for t in texts):
+                raise RefusedError("a plan naming {src}/{rev} is a bisect's; not run on a fleet")
+    preflight(plan, destroy_data=config.destroy_data)
+    return plan
+
+
+@dataclass
+class Worker:
+    """What the task needs: the host's config, its store connection and heartbeat."""
+
+    config: HostConfig
+    store: Store
+    beat: Beat
+
+    def handle(self, data: object) -> str:
+        """One block message; what became of it (logged by Celery)."""
+        try:
+            job = parse_job(data)
+        except ValueError as exc:
+            log.error("a message that is not a job: %s", exc)
+            return f"bad job: {exc}"
+        lease = _retry(
+            lambda: leases.claim(self.store, job.run_id, job.block, job.attempt, self.config.name)
+        )
+        if lease is None:
+            state = _retry(lambda: leases.state_of(self.store, job.run_id, job.block, job.attempt))
+            return f"{job.title}: not measured, the attempt is {state or 'unknown'}"
+        self.beat.lost.clear()
+        self.beat.current = (lease.id, job.title)
+        try:
+            return self._run(job, lease.id)
+        finally:
+            self.beat.current = None
+            self.beat.beat()
+
+    def _run(self, job: Job, attempt_id: int) -> str:
+        try:
+            plan = check_on_host(self.config, job)
+        except (RefusedError, PlanError) as exc:
+            return self._end(attempt_id, "refused", exc.message, job)
+        except IolabError as exc:  # a tool missing here, no room for the images: not this host
+            return self._end(attempt_id, "infra_error", exc.message, job)
+        sink = BufferSink(self.beat)
+        session = LabSession(
+            plan, sink, job.run_id, job.seed, self.config.destroy_data, host=self.config.name
+        )
+        try:
+            with session:
+                session.run_block(job.block)
+        except LeaseLost as exc:
+            return f"{job.title}: {exc.message}"
+        except SampleFailed as exc:
+            return self._end(attempt_id, "failed", exc.message, job)
+        except RefusedError as exc:
+            return self._end(attempt_id, "refused", exc.message, job)
+        except IolabError as exc:
+            return self._end(attempt_id, "infra_error", exc.message, job)
+        except Exception as exc:  # a bug or the machine: the controller tries another host
+            return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
+        stored = _retry(lambda: leases.store_block(self.store, attempt_id, sink.samples))
+        if not stored:
+            return f"{job.title}: the lease ended before the block did; not stored"
+        return f"{job.title}: {len(sink.samples)} samples stored"
+
+    def _end(self, attempt_id: int, state: str, reason: str, job: Job) -> str:
+        _retry(lambda: leases.end(self.store, attempt_id, state, reason))
+        return f"{job.title}: {state}: {reason}"
+
+
+def _retry(action: Callable[[], T], *, seconds: float = 600.0) -> T:
+    """`action()` again while the store cannot be reached (a PostgreSQL restart, a link
+    down), for up to `seconds`; the lease rules make a late success harmless."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return action()
+        except StoreError as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("store unreachable, retrying: %s", exc)
+            time.sleep(1.0)
+
+
+def register(app: Celery, worker: Worker) -> None:
+    """The block task on `app`, bound to this host's `worker`."""
+    from celery.exceptions import Reject
+
+    from iolab.fleet.app import TASK
+
+    def run_block(self: Any, job: object) -> str:
+        why = worker.beat.unavailable
+        if why is not None:  # back to the queue for another host, after a pause
+            time.sleep(worker.config.heartbeat_s)
+            raise Reject(f"host {worker.config.name} is {why}", requeue=True)
+        return worker.handle(job)
+
+    app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True)(run_block)

@@ -1,0 +1,409 @@
+"""Block attempts (leases) and fleet hosts in the store: the fleet's truth (docs/fleet.md).
+
+Every transition is one conditional UPDATE (or a row lock then a check), so that two parties
+racing for one attempt — a redelivered message and the original, a worker storing its block
+and the controller expiring it — cannot both win:
+
+    queued ──claim──▶ running ──store_block──▶ finished
+       │                 │──end──▶ failed | infra_error | refused
+       │                 └──expire──▶ lost | timed_out
+       └──▶ lost (never claimed) | revoked (not needed any more)
+
+Times are the database server's clock (`now()` on PostgreSQL), so hosts whose clocks differ
+still agree on a heartbeat's age.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, insert, select, update
+
+from iolab.model.sample import Sample
+from iolab.store.schema import block_attempts, fleet_hosts
+from iolab.store.store import Store
+
+LIVE = ("queued", "running")
+TERMINAL = ("finished", "failed", "infra_error", "timed_out", "lost", "refused", "revoked")
+HOST_STATES = ("idle", "busy", "offline", "quarantined")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    id: int
+    run_id: int
+    block: int
+    attempt: int
+    state: str
+    host_class: str | None
+    host: str | None
+    reason: str | None
+    after_decision: bool
+    created_at: datetime
+    sent_at: datetime | None
+    claimed_at: datetime | None
+    heartbeat_at: datetime | None
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True)
+class HostRow:
+    name: str
+    host_class: str
+    state: str
+    drained: bool
+    reason: str | None
+    heartbeat_at: datetime | None
+    started_at: datetime | None
+    kernel: str | None
+    boot_id: str | None
+    current_job: str | None
+    devices: list[str]
+
+
+def db_now(conn: Connection) -> datetime:
+    """The database server's time (PostgreSQL), else this machine's (SQLite is local)."""
+    if conn.dialect.name == "postgresql":
+        value = conn.execute(select(func.now())).scalar_one()
+        assert isinstance(value, datetime)
+        return value.astimezone(UTC)
+    return datetime.now(UTC)
+
+
+def _attempt(row: Any) -> Attempt:
+    m = row._mapping
+    return Attempt(**{k: m[k] for k in Attempt.__dataclass_fields__})
+
+
+# -- attempts -------------------------------------------------------------------------------
+
+
+def new_attempt(
+    store: Store,
+    run_id: int,
+    block: int,
+    *,
+    state: str = "queued",
+    host_class: str | None,
+    host: str | None = None,
+) -> Attempt:
+    """The next attempt at (run, block): attempt = the highest so far + 1 (unique index)."""
+    with store._session(write=True) as conn:
+        now = db_now(conn)
+        c = block_attempts.c
+        last = conn.execute(
+            select(func.max(c.attempt)).where(c.run_id == run_id, c.block == block)
+        ).scalar()
+        number = int(last or 0) + 1
+        running = state == "running"
+        new_id = conn.execute(
+            insert(block_attempts)
+            .values(
+                run_id=run_id,
+                block=block,
+                attempt=number,
+                state=state,
+                host_class=host_class,
+                host=host,
+                created_at=now,
+                claimed_at=now if running else None,
+                heartbeat_at=now if running else None,
+            )
+            .returning(c.id)
+        ).scalar_one()
+        row = conn.execute(select(block_attempts).where(c.id == new_id)).one()
+        conn.commit()
+        return _attempt(row)
+
+
+def mark_sent(store: Store, attempt_id: int) -> None:
+    with store._session(write=True) as conn:
+        conn.execute(
+            update(block_attempts)
+            .where(block_attempts.c.id == attempt_id)
+            .values(sent_at=db_now(conn))
+        )
+        conn.commit()
+
+
+def claim(store: Store, run_id: int, block: int, attempt: int, host: str) -> Attempt | None:
+    """Take the queued attempt for `host`; None when it is not queued (running elsewhere,
+    finished, expired, revoked: a redelivered or duplicate message measures nothing)."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        now = db_now(conn)
+        done = conn.execute(
+            update(block_attempts)
+            .where(c.run_id == run_id, c.block == block, c.attempt == attempt, c.state == "queued")
+            .values(state="running", host=host, claimed_at=now, heartbeat_at=now)
+        )
+        conn.commit()
+        if done.rowcount != 1:
+            return None
+        row = conn.execute(
+            select(block_attempts).where(c.run_id == run_id, c.block == block, c.attempt == attempt)
+        ).one()
+        return _attempt(row)
+
+
+def state_of(store: Store, run_id: int, block: int, attempt: int) -> str | None:
+    c = block_attempts.c
+    with store._session() as conn:
+        return conn.execute(
+            select(c.state).where(c.run_id == run_id, c.block == block, c.attempt == attempt)
+        ).scalar()
+
+
+def heartbeat(store: Store, attempt_id: int) -> bool:
+    """Renew a running lease; False when it is no longer running (expired meanwhile)."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        done = conn.execute(
+            update(block_attempts)
+            .where(c.id == attempt_id, c.state == "running")
+            .values(heartbeat_at=db_now(conn))
+        )
+        conn.commit()
+        return done.rowcount == 1
+
+
+def store_block(store: Store, attempt_id: int, samples: Sequence[Sample]) -> bool:
+    """Store a block's samples and end its attempt `finished`, in one transaction, only if
+    the lease is still running (row locked first); False — nothing stored — otherwise."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        state = conn.execute(select(c.state).where(c.id == attempt_id).with_for_update()).scalar()
+        if state != "running":
+            conn.rollback()
+            return False
+        for sample in samples:
+            Store._insert_sample(conn, sample)
+        conn.execute(
+            update(block_attempts)
+            .where(c.id == attempt_id)
+            .values(state="finished", ended_at=db_now(conn), reason=None)
+        )
+        conn.commit()
+        return True
+
+
+def add_guarded(store: Store, attempt_id: int, sample: Sample) -> int | None:
+    """One sample stored while its (local) lease is running; None when it is not."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        state = conn.execute(select(c.state).where(c.id == attempt_id).with_for_update()).scalar()
+        if state != "running":
+            conn.rollback()
+            return None
+        sample_id = Store._insert_sample(conn, sample)
+        conn.commit()
+        return sample_id
+
+
+def end(
+    store: Store,
+    attempt_id: int,
+    state: str,
+    reason: str | None = None,
+    *,
+    only_from: Iterable[str] = LIVE,
+) -> bool:
+    """Move a live attempt to terminal `state`; False when it had ended already."""
+    if state not in TERMINAL:
+        raise ValueError(f"attempt state {state!r} is not one of {TERMINAL}")
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        done = conn.execute(
+            update(block_attempts)
+            .where(c.id == attempt_id, c.state.in_(list(only_from)))
+            .values(state=state, reason=reason, ended_at=db_now(conn))
+        )
+        conn.commit()
+        return done.rowcount == 1
+
+
+def expire(
+    store: Store, run_id: int, *, grace_s: float, block_timeout_s: float | None = None
+) -> list[Attempt]:
+    """Running attempts of `run_id` whose heartbeat is older than `grace_s` → `lost`, and
+    those running longer than `block_timeout_s` → `timed_out`; the attempts so ended."""
+    c = block_attempts.c
+    ended: list[Attempt] = []
+    with store._session(write=True) as conn:
+        now = db_now(conn)
+        rules = [
+            (
+                "lost",
+                c.heartbeat_at < now - timedelta(seconds=grace_s),
+                f"no heartbeat for {grace_s:g} s",
+            ),
+        ]
+        if block_timeout_s is not None:
+            rules.insert(
+                0,
+                (
+                    "timed_out",
+                    c.claimed_at < now - timedelta(seconds=block_timeout_s),
+                    f"running longer than {block_timeout_s:g} s",
+                ),
+            )
+        for state, condition, reason in rules:
+            rows = conn.execute(
+                update(block_attempts)
+                .where(c.run_id == run_id, c.state == "running", condition)
+                .values(state=state, reason=reason, ended_at=now)
+                .returning(*block_attempts.c)
+            ).all()
+            ended.extend(_attempt(r) for r in rows)
+        conn.commit()
+    return ended
+
+
+def attempts(
+    store: Store, run_id: int | None = None, states: Iterable[str] | None = None
+) -> list[Attempt]:
+    c = block_attempts.c
+    query = select(block_attempts)
+    if run_id is not None:
+        query = query.where(c.run_id == run_id)
+    if states is not None:
+        query = query.where(c.state.in_(list(states)))
+    with store._session() as conn:
+        return [_attempt(r) for r in conn.execute(query.order_by(c.run_id, c.block, c.attempt))]
+
+
+def mark_after_decision(store: Store, run_id: int, blocks: Iterable[int]) -> None:
+    c = block_attempts.c
+    wanted = list(blocks)
+    if not wanted:
+        return
+    with store._session(write=True) as conn:
+        conn.execute(
+            update(block_attempts)
+            .where(c.run_id == run_id, c.block.in_(wanted))
+            .values(after_decision=True)
+        )
+        conn.commit()
+
+
+def begin_local(store: Store, run_id: int, block: int, host: str) -> Attempt:
+    """A local run's lease on one block: earlier live attempts of it (a killed process's:
+    the caller holds the run's claim, so nobody else runs it) end `lost` first."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        conn.execute(
+            update(block_attempts)
+            .where(c.run_id == run_id, c.block == block, c.state.in_(list(LIVE)))
+            .values(state="lost", reason="its process ended", ended_at=db_now(conn))
+        )
+        conn.commit()
+    return new_attempt(store, run_id, block, state="running", host_class=None, host=host)
+
+
+# -- hosts ----------------------------------------------------------------------------------
+
+
+def _host(row: Any) -> HostRow:
+    m = row._mapping
+    values = {k: m[k] for k in HostRow.__dataclass_fields__}
+    values["devices"] = list(values["devices"] or [])
+    return HostRow(**values)
+
+
+def register_host(
+    store: Store,
+    name: str,
+    host_class: str,
+    *,
+    kernel: str,
+    boot_id: str,
+    devices: Sequence[str],
+) -> HostRow:
+    """A worker's start: its row made or refreshed (drained and quarantined are kept)."""
+    h = fleet_hosts.c
+    with store._session(write=True) as conn:
+        now = db_now(conn)
+        values = dict(
+            host_class=host_class,
+            kernel=kernel,
+            boot_id=boot_id,
+            devices=list(devices),
+            heartbeat_at=now,
+            started_at=now,
+            current_job=None,
+        )
+        row = conn.execute(select(fleet_hosts).where(h.name == name).with_for_update()).first()
+        if row is None:
+            conn.execute(insert(fleet_hosts).values(name=name, state="idle", **values))
+        else:
+            state = "quarantined" if row.state == "quarantined" else "idle"
+            conn.execute(update(fleet_hosts).where(h.name == name).values(state=state, **values))
+        conn.commit()
+        return _host(conn.execute(select(fleet_hosts).where(h.name == name)).one())
+
+
+def host_heartbeat(store: Store, name: str, current_job: str | None) -> HostRow | None:
+    """A worker's heartbeat: its state busy/idle (offline → back; quarantined stays)."""
+    h = fleet_hosts.c
+    with store._session(write=True) as conn:
+        state = "busy" if current_job else "idle"
+        conn.execute(
+            update(fleet_hosts)
+            .where(h.name == name, h.state != "quarantined")
+            .values(state=state, reason=None)
+        )
+        conn.execute(
+            update(fleet_hosts)
+            .where(h.name == name)
+            .values(heartbeat_at=db_now(conn), current_job=current_job)
+        )
+        conn.commit()
+        row = conn.execute(select(fleet_hosts).where(h.name == name)).first()
+        return _host(row) if row is not None else None
+
+
+def set_host_state(store: Store, name: str, state: str, reason: str | None) -> None:
+    if state not in HOST_STATES:
+        raise ValueError(f"host state {state!r} is not one of {HOST_STATES}")
+    h = fleet_hosts.c
+    with store._session(write=True) as conn:
+        conn.execute(
+            update(fleet_hosts)
+            .where(h.name == name, and_(h.state != "quarantined"))
+            .values(state=state, reason=reason)
+        )
+        conn.commit()
+
+
+def set_drained(store: Store, name: str, drained: bool) -> bool:
+    """Drain (no new block) or undrain a host; undrain also lifts a quarantine."""
+    h = fleet_hosts.c
+    values: dict[str, Any] = {"drained": drained}
+    if not drained:
+        values.update(state="offline", reason=None)  # its next heartbeat says idle/busy
+    with store._session(write=True) as conn:
+        query = update(fleet_hosts).where(h.name == name)
+        if not drained:
+            query = query.where(h.state == "quarantined")
+            conn.execute(query.values(**values))
+            done = conn.execute(update(fleet_hosts).where(h.name == name).values(drained=False))
+        else:
+            done = conn.execute(query.values(**values))
+        conn.commit()
+        return done.rowcount == 1
+
+
+def hosts(store: Store, host_class: str | None = None) -> list[HostRow]:
+    query = select(fleet_hosts)
+    if host_class is not None:
+        query = query.where(fleet_hosts.c.host_class == host_class)
+    with store._session() as conn:
+        return [_host(r) for r in conn.execute(query.order_by(fleet_hosts.c.name))]
+
+
+def server_now(store: Store) -> datetime:
+    with store._session() as conn:
+        return db_now(conn)

@@ -1,0 +1,197 @@
+"""The lease rules in the real store (SQLite and PostgreSQL): one claim wins, a duplicate
+message measures nothing, a late result of an expired attempt is not stored, every attempt
+ends in exactly one terminal state; and a local run's blocks get the same leases."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab.model.sample import Sample
+from iolab.store import leases, open_store
+from iolab.store.store import Store
+from store_backends import BACKENDS, location_for
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    for location in location_for(request.param, tmp_path):
+        with open_store(location) as opened:
+            yield opened
+
+
+def _sample(run_id: int, block: int, variant: str, host: str) -> Sample:
+    return Sample(
+        run_id=run_id, variant=variant, cell={}, block=block, metrics={"x": 1.0}, host=host
+    )
+
+
+def test_one_claim_wins_and_a_duplicate_measures_nothing(store: Store) -> None:
+    run_id = store.create_run("lab")
+    attempt = leases.new_attempt(store, run_id, 1, host_class="lab")
+    assert attempt.attempt == 1 and attempt.state == "queued"
+    wins: list[object] = []
+    threads = [
+        threading.Thread(target=lambda h=h: wins.append(leases.claim(store, run_id, 1, 1, h)))
+        for h in ("h1", "h2", "h3")
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(w is not None for w in wins) == 1
+    assert leases.state_of(store, run_id, 1, 1) == "running"
+    winner = next(w for w in wins if w is not None)
+    assert isinstance(winner, leases.Attempt)
+    assert leases.store_block(store, winner.id, [_sample(run_id, 1, "a", str(winner.host))])
+    # the same message delivered again (visibility timeout, a restart): nothing to claim
+    assert leases.claim(store, run_id, 1, 1, "h2") is None
+    assert leases.store_block(store, winner.id, [_sample(run_id, 1, "b", "h2")]) is False
+    assert [s.variant for s in store.samples(run_id)] == ["a"]
+    assert [s.host for s in store.samples(run_id)] == [winner.host]
+
+
+def test_a_late_result_of_an_expired_attempt_is_not_stored(store: Store) -> None:
+    run_id = store.create_run("lab")
+    first = leases.new_attempt(store, run_id, 3, host_class="lab")
+    claimed = leases.claim(store, run_id, 3, 1, "slow")
+    assert claimed is not None
+    time.sleep(1.2)
+    (gone,) = leases.expire(store, run_id, grace_s=1.0)
+    assert gone.id == first.id and gone.state == "lost"
+    assert leases.heartbeat(store, first.id) is False
+    second = leases.new_attempt(store, run_id, 3, host_class="lab")
+    assert second.attempt == 2
+    assert leases.claim(store, run_id, 3, 2, "fast") is not None
+    assert leases.store_block(store, second.id, [_sample(run_id, 3, "a", "fast")])
+    assert leases.store_block(store, first.id, [_sample(run_id, 3, "a", "slow")]) is False
+    assert [s.host for s in store.samples(run_id)] == ["fast"]
+    states = {a.attempt: a.state for a in leases.attempts(store, run_id)}
+    assert states == {1: "lost", 2: "finished"}
+    assert leases.end(store, first.id, "finished") is False  # ended once, for good
+
+
+def test_hosts_drain_quarantine_and_undrain(store: Store) -> None:
+    leases.register_host(store, "h1", "lab", kernel="6.1", boot_id="b", devices=[])
+    assert leases.host_heartbeat(store, "h1", "run 1 block 1") is not None
+    assert leases.hosts(store)[0].state == "busy"
+    leases.set_host_state(store, "h1", "quarantined", "silent")
+    row = leases.host_heartbeat(store, "h1", None)
+    assert row is not None and row.state == "quarantined"  # its heartbeat does not lift it
+    assert leases.set_drained(store, "h1", True)
+    assert leases.hosts(store)[0].drained
+    assert leases.set_drained(store, "h1", False)
+    row = leases.host_heartbeat(store, "h1", None)
+    assert row is not None and row.state == "idle" and not row.drained
+    assert leases.set_drained(store, "nobody", True) is False
+
+
+LOCAL_PLAN = """\
+name: local-lease
+target: {size: 32M}
+filesystem: {type: ext4}
+workload:
+  fio: |
+    [w]
+    filename={mnt}/f
+    size=1M
+    bs=64k
+    rw=write
+repeat: 2
+kpis: [write.iops]
+prepare: {drop_caches: false}
+"""
+
+
+@pytest.mark.lab
+def test_a_local_run_takes_a_lease_per_block(tmp_path: Path) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(LOCAL_PLAN)
+    env = dict(os.environ, IOLAB_DB=str(tmp_path / "s.db"), IOLAB_JOURNAL_DIR=str(tmp_path / "j"))
+    done = subprocess.run(
+        [sys.executable, "-m", "iolab", "run", str(plan), "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    with open_store(env["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+        tried = leases.attempts(store, run.id)
+        samples = store.samples(run.id)
+    assert [(a.block, a.attempt, a.state) for a in tried] == [
+        (1, 1, "finished"),
+        (2, 1, "finished"),
+    ]
+    assert {a.host for a in tried} == {s.host for s in samples} == {socket.gethostname()}
+
+
+def _iolab(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "iolab", *args], capture_output=True, text=True, timeout=60, env=env
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_worker_unit_and_its_refusals(tmp_path: Path) -> None:
+    import os
+
+    code, unit, _ = _iolab("worker", "--print-unit")
+    assert code == 0
+    assert "ExecStart=" in unit and " worker --config /etc/iolab/host.toml" in unit
+    assert "EnvironmentFile=/etc/iolab/worker.env" in unit and "Restart=on-failure" in unit
+    env = dict(os.environ, IOLAB_BROKER="redis://127.0.0.1:1/0")
+    store = tmp_path / "s.db"
+    code, _, err = _iolab("worker", "--db", str(store), env=env)
+    assert code == 2 and err.count("\n") == 1 and "PostgreSQL" in err
+    assert not store.exists()
+    config = tmp_path / "host.toml"
+    config.write_text('name = "h1"\ndevice = ["/dev/sdz"]\n')
+    code, _, err = _iolab(
+        "worker", "--config", str(config), "--db", "postgresql+psycopg://x@127.0.0.1:1/x", env=env
+    )
+    assert code == 2 and "unknown key 'device'" in err and err.count("\n") == 1
+    config.write_text('[hooks]\nboot = "reboot now"\n')
+    code, _, err = _iolab("worker", "--config", str(config), env=env)
+    assert code == 2 and "hook boot is a non-empty list" in err
+
+
+def test_a_host_config_with_hooks() -> None:
+    import textwrap
+
+    from iolab.fleet.config import load
+
+    text = textwrap.dedent("""\
+        name = "qemu-1"
+        class = "guests"
+        devices = ["/dev/vdb"]
+        [hooks]
+        boot = ["/usr/local/sbin/boot", "{kernel}"]
+        power_cycle = ["virsh", "reset", "qemu-1"]
+        """)
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as fh:
+        fh.write(text)
+        fh.flush()
+        config = load(fh.name)
+        assert (config.name, config.host_class, config.devices) == (
+            "qemu-1",
+            "guests",
+            ("/dev/vdb",),
+        )
+        assert config.hooks["power_cycle"] == ("virsh", "reset", "qemu-1")
+        assert load(fh.name, name="other", host_class="c2").name == "other"
