@@ -10,6 +10,8 @@ A selector is one or more terms joined by `/` (docs/compare.md):
     tag:kernel=6.1[,k=v...]        runs carrying these tags
     fs=xfs,writers=10              matrix cell filters (values compared as text)
     host=ssd-01                    the samples measured on one host (a fleet's, or run here)
+    caption=w/o                    imported results with that caption (exact text; the
+                                   term runs to the end of the selector, or quote it)
 
 Terms combine with AND.  Parsing is pure; `resolve` asks the store and turns "nothing
 matched" into a SelectorError that says what the store does hold.
@@ -40,6 +42,7 @@ class Selector:
     cell: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     host: str | None = None
+    caption: str | None = None
 
     def with_filters(
         self, variant: str | None = None, cell: dict[str, str] | None = None
@@ -57,6 +60,7 @@ class Selector:
             cell={**self.cell, **(cell or {})},
             tags=dict(self.tags),
             host=self.host,
+            caption=self.caption,
         )
 
 
@@ -77,14 +81,17 @@ def _pairs(text: str, where: str, selector: str) -> dict[str, str]:
 
 
 def _terms(source: str) -> list[str]:
-    """Split at `/` outside double quotes, so `label:"v5.10/ext4"` stays one term."""
+    """Split at `/` outside double quotes, so `label:"v5.10/ext4"` stays one term; an
+    unquoted `caption=` term runs to the end (captions hold `/`: `caption=w/o`)."""
     terms: list[str] = []
     current: list[str] = []
     quoted = False
     for char in source:
         if char == '"':
             quoted = not quoted
-        if char == "/" and not quoted:
+        term = "".join(current).lstrip()
+        rest_is_caption = term.startswith("caption=") and not term.startswith('caption="')
+        if char == "/" and not quoted and not rest_is_caption:
             terms.append("".join(current))
             current = []
         else:
@@ -113,6 +120,7 @@ def parse_selector(text: str) -> Selector:
     cell: dict[str, str] = {}
     tags: dict[str, str] = {}
     host: str | None = None
+    caption: str | None = None
 
     def once(kind: str, old: object) -> None:
         if old is not None:
@@ -159,6 +167,11 @@ def parse_selector(text: str) -> Selector:
             host = term.split("=" if "=" in term else ":", 1)[1].strip() or None
             if host is None:
                 raise SelectorError(f"selector {source!r}: host= needs a name")
+        elif "=" in term and term.split("=", 1)[0].strip() == "caption":
+            once("caption", caption)
+            caption = _unquote(term.split("=", 1)[1].strip())
+            if not caption:
+                raise SelectorError(f"selector {source!r}: caption= needs the caption's text")
         elif "=" in term and term.split("=", 1)[0].strip() == "variant":
             once("variant", variant)
             variant = term.split("=", 1)[1].strip() or None
@@ -179,7 +192,7 @@ def parse_selector(text: str) -> Selector:
         raise SelectorError(
             f"selector {source!r} names no run, label or tag (add run:ID, label:NAME or tag:K=V)"
         )
-    return Selector(source, run_id, label, variant, cell, tags, host)
+    return Selector(source, run_id, label, variant, cell, tags, host, caption)
 
 
 def resolve(
@@ -209,6 +222,14 @@ def resolve(
         with_jobs=False,
         with_histograms=histograms,
     )
+    if selector.caption is not None:
+        captions = sorted({s.caption for s in samples if s.caption})
+        samples = [s for s in samples if s.caption == selector.caption]
+        if not samples:
+            have = ", ".join(repr(c) for c in captions[:8]) or "none"
+            raise SelectorError(
+                f"selector {selector.text!r} selects no samples (captions there: {have})"
+            )
     if not samples:
         raise SelectorError(
             f"selector {selector.text!r} selects no samples{_hint(store, selector)}"

@@ -52,7 +52,10 @@ def _combine_latency(jobs: Sequence[Job], prefix: str) -> dict[str, float]:
     mean = sum(n * m for n, m, _ in parts) / total
     # pooled variance: E[x^2] - mean^2, with each job's population-style variance
     second = sum(n * (s * s + m * m) for n, m, s in parts) / total
-    out = {f"{prefix}.mean": mean, f"{prefix}.stddev": math.sqrt(max(second - mean * mean, 0.0))}
+    out = {f"{prefix}.mean": mean}
+    spread = second - mean * mean
+    if math.isfinite(spread):  # squares of absurd means (1e149 ns) overflow: no stddev then
+        out[f"{prefix}.stddev"] = math.sqrt(max(spread, 0.0))
     if mins:
         out[f"{prefix}.min"] = min(mins)
     if maxs:

@@ -16,10 +16,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from iolab.errors import IngestError
-from iolab.ingest import dd, fio_json, fio_terse, fio_text, mail, two_forms, xfs_io
+from iolab.ingest import (
+    case_rows,
+    dd,
+    fio_json,
+    fio_terse,
+    fio_text,
+    io_uring,
+    mail,
+    quotes,
+    two_forms,
+    xfs_io,
+)
 from iolab.model.result import Result
 
-LINE_READERS = (fio_text, fio_terse, xfs_io, dd)
+LINE_READERS = (fio_text, fio_terse, xfs_io, dd, io_uring, case_rows)
 
 # A reader finds every result in lines of text: (line it starts at, result).
 Finder = Callable[[list[str], str], list[tuple[int, Result]]]
@@ -110,14 +121,14 @@ def parse_text(text: str, source: str) -> list[Result]:
         raise IngestError(source, _why_not(text))
     found.sort(key=lambda item: item[0])
     found = two_forms.merge(found)  # `--output-format=terse,normal`: one run, not two
-    results = []
     for start, result in found:
         if result.caption is None and start > 0:  # nothing above line 0 to caption it
             if lines is None:
                 lines = text.splitlines()
             result.caption = mail.caption_for(lines, start)
-        results.append(result)
-    return results
+    raw = text.splitlines() if lines is not None else []
+    depths = [mail.quote_depth(raw[start]) if start < len(raw) else 0 for start, _ in found]
+    return [result for _, result in quotes.merge_copies(found, depths)]  # quoted copies: once
 
 
 def parse_source(path: str) -> list[Result]:

@@ -129,6 +129,16 @@ _FIO_ERROR = re.compile(
     r"^(?:\S+: (?:failed|error|unable)\b.*|fio: .*\berr(?:or|=).*)$", re.IGNORECASE
 )
 _OPTION = re.compile(r"\b(?P<key>ioengine|iodepth)=(?P<value>[\w.-]+)")
+# A shell command pasted above its output (`$ fio job | grep IOPS`, `# fio ...`,
+# `user@host:~$ fio ...`): what follows is the output of another run.
+COMMAND_LINE = re.compile(r"^(?:[$#]|[\w.-]+@[\w.-]+:[^\s$#]*[$#]|\[[^\]]*\][$#])\s+\S")
+
+
+def is_direction_line(text: str) -> bool:
+    """True for a complete fio direction line (`write: IOPS=…(…/…msec)`, or the 2.x form),
+    which this reader reads; a shortened one (`write: IOPS=11.1k, BW=43.2MiB/s`) is not."""
+    stripped = text.strip()
+    return _DIR3.match(stripped) is not None or _DIR2.match(stripped) is not None
 
 
 @dataclass
@@ -300,7 +310,10 @@ class _Reader:
         if kind in (None, "other") and self.fio_error is None and _FIO_ERROR.match(text):
             self.fio_error = line
         if kind is None:
-            if text and self.current is not None and self.current.section != "jobs":
+            if COMMAND_LINE.match(text):
+                self._close()  # the next output is another command's: never one run
+                self.version = None
+            elif text and self.current is not None and self.current.section != "jobs":
                 self._close()  # fio prints nothing of its own after its summaries: a note
             elif text and not line.indented and is_prose(text) and self.current is not None:
                 self.current.prose_since_job = True

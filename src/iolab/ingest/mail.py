@@ -26,7 +26,10 @@ _HEADER = re.compile(
 _NOISE = re.compile(
     r"^(?:fio-\d\S*|fio: .*|Starting \d+ (?:process|thread)e?s?.*|\.\.\.|"
     r"\S.*: \(g=\d+\): rw=.*|\S.*: Laying out IO file.*|Jobs: \d+ .*|"
-    r"[$#] .*|[\w.-]+@[\w.-]+:[^\s$#]*[$#] .*)$"
+    r"[$#] .*|[\w.-]+@[\w.-]+:[^\s$#]*[$#] .*|"
+    # t/io_uring's preamble (fio's t/io_uring.c)
+    r"Added file .*|polled=\d.*|Engine=.*|submitter=\d.*|Exiting on \w+.*|"
+    r"Maximum IOPS=.*|set nr_\w+=.*)$"
 )
 # Lines past which a caption is never looked for: another message, a signature.
 _BOUNDARY = re.compile(
@@ -92,6 +95,10 @@ _HEADING = re.compile(r"^#{2,6}\s+(?P<title>\S.*?)\s*#*$")
 _UNDERLINE = re.compile(r"^(?:={3,}|-{3,})$")
 # A short title ending in a colon (`RAID10:`, `ext4 -o iversion:`), not fio's own headers.
 _TITLE = re.compile(r"^(?!Run status group|Disk stats|All clients)[^=:;|]{1,60}:$")
+# A short list item naming the case (`- w/o:`, `- w/`, `* with revert`): the bullet is dropped.
+_BULLET = re.compile(r"^[-*+•]\s+(?P<title>[^=|]{1,40}?)\s*:?$")
+# A figure a tool printed (`IOPS=11.1k`, `bw=7418.6KB/s`): a result's line, never a caption's.
+_FIGURE = re.compile(r"\b(?:IOPS|iops|BW|bw|aggrb)\s*=\s*\d")
 
 
 def unquote(lines: list[str]) -> list[str]:
@@ -144,12 +151,17 @@ def caption_for(lines: list[str], start: int) -> str | None:
         heading = _HEADING.match(text)
         if heading:
             return heading.group("title")[:CAPTION_MAX]
+        bullet = _BULLET.match(text)
+        if bullet and not _FIGURE.search(text):
+            return bullet.group("title")[:CAPTION_MAX]
         if _UNDERLINE.match(text) and i > 0 and lines[i - 1].strip():
             title = lines[i - 1].strip()
             return title.rstrip(":").rstrip()[:CAPTION_MAX] or None
         if is_prose(text) or _TITLE.match(text):
             caption = text.rstrip(":").rstrip()
             return caption[:CAPTION_MAX] if caption else None
+        if _FIGURE.search(text):
+            return None  # the previous result's own line
         noise_above = _wrapped_noise_start(lines, i)
         if noise_above is None:
             return None

@@ -60,12 +60,12 @@ def boot_schedule(
     for b, order in enumerate(orders, start=1):
         for position, index in enumerate(order):
             case = plan.cases[index]
-            wanted = (case.kernel, case.cmdline)
-            needs = case.kernel is not None or bool(case.cmdline)
+            wanted = (case.kernel, case.kernel_cmdline)
+            needs = case.kernel is not None or bool(case.kernel_cmdline)
             boot = needs and (mode == "per-sample" or wanted != current)
             if boot:
                 current = wanted
-            slots.append(Slot(b, position, index, case.kernel, case.cmdline, boot))
+            slots.append(Slot(b, position, index, case.kernel, case.kernel_cmdline, boot))
     return slots
 
 

@@ -42,6 +42,9 @@ class Result:
     # when the tool ran, as the output itself says (fio JSON `timestamp`, the date of fio's
     # text job header); None when the output carries no time.  History orders imports by it.
     started_at: datetime | None = None
+    # the mail quote depth of every copy of this result in its text (0 = not quoted), in
+    # text order: a thread quoting one run at three reply levels gives one result, [0, 1, 2]
+    quote_levels: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The `iolab parse --json` object (docs/parse-json.md)."""
@@ -62,6 +65,8 @@ class Result:
                 for job in self.jobs
             ],
         }
+        if self.quote_levels:
+            out["quote_levels"] = list(self.quote_levels)
         if self.histograms:
             out["histograms"] = {
                 name: [[value, count] for value, count in sorted(hist.items())]

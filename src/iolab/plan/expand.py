@@ -38,6 +38,7 @@ from iolab.plan.sections import (
     read_knobs,
     read_monitors,
     read_prepare,
+    read_requires,
     read_target,
     read_vars,
     read_workload,
@@ -58,8 +59,11 @@ PLAN_KEYS = (
     "profiles",
     "allow_paths",
     "reboot",
+    "requires",
 )
-PROFILE_KEYS = tuple(k for k in PLAN_KEYS if k not in ("name", "profiles", "allow_paths"))
+PROFILE_KEYS = tuple(
+    k for k in PLAN_KEYS if k not in ("name", "profiles", "allow_paths", "requires")
+)
 DEFAULT_REPEAT = 5
 # Upper bounds a plan must stay within: beyond them it is a mistake (or hostile), not a plan.
 MAX_PLAN_BYTES = 1 << 20
@@ -225,6 +229,7 @@ class _Builder:
             baseline=self._baseline(entries, variants),
             matrix={d.name: tuple(str(v.value) for v in d.values) for d in dims},
             reboot=self._reboot(entries),
+            requires=read_requires(present(self.root.items(), "requires")),
         )
 
     # --- top-level keys ---------------------------------------------------------------------
@@ -418,6 +423,8 @@ class _Builder:
             spec = replace(spec, count=needed)
         cpus_node = present(entries, "cpus")
         timeout_node = present(entries, "timeout")
+        kernel, cmdline = read_kernel(present(entries, "kernel"))
+        cmdline += read_cmdline(present(entries, "cmdline"))
         key_parts = ([variant] if variant else []) + [f"{k}={v.value}" for k, v in cell.items()]
         return Case(
             index=index,
@@ -434,8 +441,8 @@ class _Builder:
             monitors=read_monitors(present(entries, "monitors")),
             timeout_s=DEFAULT_TIMEOUT_S if timeout_node is None else read_duration(timeout_node),
             vars=values,
-            kernel=read_kernel(present(entries, "kernel")),
-            cmdline=read_cmdline(present(entries, "cmdline")),
+            kernel=kernel,
+            kernel_cmdline=cmdline,
         )
 
     def _check_fio(self, workload: WorkloadSpec, node: Node) -> None:

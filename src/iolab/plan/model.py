@@ -125,10 +125,11 @@ class Case:
     monitors: tuple[str, ...]  # names from KNOWN_MONITORS
     timeout_s: float  # kill the sample's workload after this long
     vars: dict[str, str] = field(default_factory=dict)  # placeholder values used (provenance)
-    # the kernel the sample must run on (`uname -r`), None: whatever the host runs; and the
-    # words added to its command line (docs/kernels.md)
+    # the kernel the case must run on (`uname -r`), and the words its boot adds to the
+    # kernel command line (`kernel: {cmdline}` and `cmdline:`); None: whatever this host
+    # runs.  A case naming either runs only where kernels can be booted (docs/kernels.md).
     kernel: str | None = None
-    cmdline: tuple[str, ...] = ()
+    kernel_cmdline: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,14 +150,36 @@ class Plan:
     variants: tuple[str, ...]  # names in plan order ((): no variants)
     baseline: str | None  # the variant others are compared against (default: the first)
     matrix: dict[str, tuple[str, ...]]  # dimension -> values, in plan order
+    # what the measurement needs that a loop image here is not (dm-multipath, md RAID, a
+    # device model): name -> what the mail or the author says; iolab run refuses such a plan
+    requires: dict[str, str] = field(default_factory=dict)
     # with kernels: a boot before every sample (the boot is the unit of replication), or
     # only when the kernel changes (docs/kernels.md)
     reboot: Reboot = "per-sample"
 
     @property
     def switches_kernels(self) -> bool:
-        """Some case names a kernel: the plan runs only where a worker can boot it."""
-        return any(c.kernel is not None or c.cmdline for c in self.cases)
+        """Some case names a kernel or command line additions: it runs only where a worker
+        can boot them (a fleet host or a guest)."""
+        return any(c.kernel is not None or c.kernel_cmdline for c in self.cases)
+
+    def unmeetable(self) -> str | None:
+        """Why no lab can run this plan as written (a stated target requirement), or None."""
+        if not self.requires:
+            return None
+        needs = "; ".join(f"{k}: {v}" if v else k for k, v in self.requires.items())
+        return f"the plan requires a target this lab cannot make here ({needs})"
+
+    def needs_worker(self) -> str | None:
+        """Why this plan cannot run in this process (kernels to boot), or None."""
+        if not self.switches_kernels:
+            return None
+        kernels = sorted({c.kernel for c in self.cases if c.kernel is not None})
+        what = f"kernels ({', '.join(kernels)})" if kernels else "kernel command lines"
+        return (
+            f"the plan's cases name {what}; they run on a fleet whose hosts run `iolab worker` "
+            "and boot them (--fleet CLASS; a guest: `iolab guest up`), not in this process"
+        )
 
     def cases_of(self, variant: str | None) -> tuple[Case, ...]:
         """The cases of one variant, in matrix order."""

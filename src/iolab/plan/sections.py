@@ -517,24 +517,41 @@ def read_vars(node: Node | None) -> dict[str, str]:
     return out
 
 
-_RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}")
+# --- kernels and target requirements --------------------------------------------------------
+
+_RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,99}")
+_REQUIREMENT = re.compile(r"[a-z][a-z0-9-]{0,39}")
+
+
+def read_kernel(node: Node | None) -> tuple[str | None, tuple[str, ...]]:
+    """`kernel: 6.1.0-47-cloud-amd64` or `kernel: {release: R, cmdline: "a=1 b"}` → (release,
+    cmdline words); (None, ()) when the case runs on whatever kernel the host has."""
+    if node is None or node.value is None:
+        return None, ()
+    cmdline: tuple[str, ...] = ()
+    release_node = node
+    if node.is_map:
+        entries = check_keys(node, ("release", "cmdline"), "a release or {release, cmdline}")
+        found = present(entries, "release")
+        if found is None:
+            node.fail("needs release: (the kernel as `uname -r` prints it)")
+        release_node = found
+        cmd_node = present(entries, "cmdline")
+        if cmd_node is not None:
+            cmdline = read_cmdline(cmd_node)
+    release = read_str(release_node, "a kernel release as `uname -r` prints it")
+    if not _RELEASE.fullmatch(release):
+        release_node.fail(f"{release!r} is not a kernel release like 6.1.0-47-cloud-amd64")
+    return release, cmdline
+
+
 _CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.,:/=+@%-]+")
 MAX_CMDLINE = 1024
 
 
-def read_kernel(node: Node | None) -> str | None:
-    """`kernel: 6.1.0-47-cloud-amd64`: a release as `uname -r` prints it (docs/kernels.md)."""
-    if node is None or node.value is None:
-        return None
-    release = read_str(node, "a kernel release as `uname -r` prints it")
-    if not _RELEASE.fullmatch(release):
-        node.fail(f"{release!r} is not a kernel release as `uname -r` prints it")
-    return release
-
-
 def read_cmdline(node: Node | None) -> tuple[str, ...]:
     """`cmdline: "mitigations=off ext4.x=1"` (or a list): words added to the kernel's command
-    line when it is booted for a sample; plain words only, so no hook ever sees a quote."""
+    line when a case's kernel is booted; plain words only, so no hook ever sees a quote."""
     if node is None or node.value is None:
         return ()
     words = read_str_list(node) if node.is_list else tuple(read_str(node).split())
@@ -544,3 +561,28 @@ def read_cmdline(node: Node | None) -> tuple[str, ...]:
     if len(" ".join(words)) > MAX_CMDLINE:
         node.fail(f"command line additions longer than {MAX_CMDLINE} characters")
     return words
+
+
+def read_requires(node: Node | None) -> dict[str, str]:
+    """`requires: {dm-multipath: "2 paths"}` (or a list of names): what the target must be
+    that a loop image is not; stated so that nothing the measurement needs is dropped."""
+    if node is None or node.value is None:
+        return {}
+    pairs: list[tuple[str, str, Node]] = []
+    if node.is_list:
+        for item in node.elements():
+            pairs.append((read_str(item, "a requirement name like dm-multipath"), "", item))
+    elif node.is_map:
+        for name, value in node.items().items():
+            text = "" if value.value is None else read_str(value, "what is required, as text")
+            pairs.append((name, text, value))
+    else:
+        node.fail(f"must map requirement names to text, got {node.describe()}")
+    out: dict[str, str] = {}
+    for name, text, item in pairs:
+        if not _REQUIREMENT.fullmatch(name):
+            item.fail(f"{name!r} is not a requirement name like dm-multipath or md", at_key=True)
+        if name in out:
+            item.fail(f"{name!r} is listed twice")
+        out[name] = text
+    return out

@@ -17,8 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.errors import IolabError, PlanError
-from iolab.kernels.local import refuse_local
+from iolab.errors import IolabError, PlanError, RefusedError
 from iolab.lab import claim as lab_claim
 from iolab.lab import provenance
 from iolab.lab.runner import interrupts_raise, preflight
@@ -109,10 +108,22 @@ def check(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
+    _runs_here(plan, here=here)
     if here:
-        refuse_local(plan)  # kernel plans need a worker that can boot them
         preflight(plan, destroy_data=destroy_data)
     return Checked(plan, kind, destroy_data)
+
+
+def _runs_here(plan: Plan, *, here: bool) -> None:
+    """Refuse, before anything is touched: a plan naming a target no lab here can make
+    (`requires:`, exit 3), and one naming kernels when its blocks would run in this process
+    (exit 2: it needs a fleet whose workers boot them, docs/kernels.md)."""
+    why = plan.unmeetable()
+    if why is not None:
+        raise RefusedError(f"{plan.path or plan.name}: refusing: {why}")
+    why = plan.needs_worker() if here else None
+    if why is not None:
+        raise PlanError(f"{plan.path or plan.name}: {why}")
 
 
 def start(
@@ -150,6 +161,7 @@ def reopen(
     plan = load_plan(info.plan_path, profile)
     if info.plan_hash and plan.sha256 != info.plan_hash:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    _runs_here(plan, here=here)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     if here:
         preflight(plan, destroy_data=destroy_data)
