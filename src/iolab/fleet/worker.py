@@ -257,6 +257,8 @@ class Worker:
             return self._end(attempt_id, "refused", exc.message, job)
         except IolabError as exc:  # a tool missing here, no room for the images: not this host
             return self._end(attempt_id, "infra_error", exc.message, job)
+        if plan.switches_kernels:
+            return self._run_kernels(job, attempt_id, plan)
         sink = BufferSink(self.beat)
         session = LabSession(
             plan, sink, job.run_id, job.seed, self.config.destroy_data, host=self.config.name
@@ -278,6 +280,24 @@ class Worker:
         if not stored:
             return f"{job.title}: the lease ended before the block did; not stored"
         return f"{job.title}: {len(sink.samples)} samples stored"
+
+    def _run_kernels(self, job: Job, attempt_id: int, plan: Plan) -> str:
+        """A block across boots (iolab.fleet.kernel_blocks); its samples are stored one by
+        one, so a failure here ends the attempt and a new one goes on from the store."""
+        from iolab.fleet import kernel_blocks
+
+        try:
+            return kernel_blocks.run(self, job, attempt_id, plan)
+        except kernel_blocks.LeaseGone as exc:
+            return f"{job.title}: {exc.message}"
+        except SampleFailed as exc:
+            return self._end(attempt_id, "failed", exc.message, job)
+        except RefusedError as exc:
+            return self._end(attempt_id, "refused", exc.message, job)
+        except IolabError as exc:
+            return self._end(attempt_id, "infra_error", exc.message, job)
+        except Exception as exc:  # a bug or the machine: the controller tries again
+            return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
 
     def _end(self, attempt_id: int, state: str, reason: str, job: Job) -> str:
         _retry(lambda: leases.end(self.store, attempt_id, state, reason))

@@ -1,10 +1,10 @@
 """Switch this host to a kernel, and judge the boot that follows.
 
-No task spans a reboot.  `request` writes what is expected (release, command line additions,
-the boot id it leaves) to a state file, synced, *then* runs the boot hook: whatever happens
-next, the host knows after its next start what it was meant to be running.  `verdict`, run by
-whatever starts after the boot (the worker's unit, `iolab kernel check`), compares the running
-boot with it:
+No task spans a reboot.  `prepare` writes what is expected (release, command line additions,
+the boot id it leaves) to a state file, synced, and loads the kernel; `fire` then starts the
+boot outside the worker's task: whatever happens next, the host knows after its next start
+what it was meant to be running.  `verdict`, run by the worker that starts after the boot,
+compares the running boot with it:
 
 - `pending`     — still the boot that asked (the switch has not happened yet);
 - `ok`          — a new boot id, the release asked for, every added word on the command line;
@@ -100,24 +100,28 @@ def _run(argv: list[str], what: str, timeout: float = 600) -> str:
     return proc.stdout
 
 
-def request(
+def prepare(
     kernel: str,
     additions: Sequence[str] = (),
     *,
     host_hooks: Mapping[str, Sequence[str]] | None = None,
     token: str = "",
-) -> Request:
-    """Record the switch, then run the boot hook (default: kexec).  Returns once the hook
-    has run; the boot itself happens after (`systemctl kexec` only queues it)."""
+) -> tuple[Request, list[list[str]]]:
+    """Everything of a switch that can fail while the task still runs: install the kernel
+    if it is missing (the `install` hook), record the request (synced), and — for the
+    built-in kexec — load the kernel (`kexec -l`).  Returns the request and what `fire`
+    must still run (the boot hook, or `systemctl kexec`)."""
     table = host_hooks or {}
     now = boot.current()
     target = hooks.Target(kernel, new_cmdline(now.cmdline, kernel, additions), tuple(additions))
-    if not Path(target.vmlinuz).exists():
+    if not Path(target.vmlinuz).exists() and "boot" not in table:
         if "install" not in table:
             raise LabError(f"kernel {kernel}: {target.vmlinuz} is missing and no install hook")
         _run(hooks.expand(table["install"], target), "install")
         if not Path(target.vmlinuz).exists():
             raise LabError(f"kernel {kernel}: the install hook left no {target.vmlinuz}")
+    elif "install" in table:
+        _run(hooks.expand(table["install"], target), "install")
     req = Request(
         kernel=kernel,
         additions=tuple(additions),
@@ -127,10 +131,56 @@ def request(
         requested_at=time.time(),
         token=token,
     )
+    commands = hooks.boot_commands(table, target)
+    if "boot" not in table:
+        load, *commands = commands
+        _run(load, "boot (kexec -l)")
     _write(req)
-    for argv in hooks.boot_commands(table, target):
-        _run(argv, "boot")
-    return req
+    return req, commands
+
+
+def fire(commands: Sequence[Sequence[str]], delay_s: float = 1.0) -> None:
+    """Start the boot outside this process, after `delay_s` (time for the task to end and
+    its message to be acknowledged): through `systemd-run` when systemd runs the machine
+    (the boot then belongs to no unit that stops on the way), else a session of its own."""
+    import shutil
+    import sys
+
+    script = (
+        "import subprocess, sys, time\n"
+        f"time.sleep({delay_s!r})\n"
+        f"for argv in {[list(c) for c in commands]!r}:\n"
+        "    if subprocess.run(argv).returncode != 0:\n"
+        "        sys.exit(1)\n"
+    )
+    argv = [sys.executable, "-c", script]
+    if shutil.which("systemd-run") and Path("/run/systemd/system").is_dir():
+        argv = ["systemd-run", "--quiet", "--collect", "--unit", f"iolab-boot-{os.getpid()}", *argv]
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def clear() -> None:
+    """Forget the request: its boot has been used (a sample measured in it)."""
+    state_path().unlink(missing_ok=True)
+
+
+def running_additions(cmdline: str) -> tuple[str, ...]:
+    """The words an earlier switch added to this boot's command line (after iolab.extra=N)."""
+    words = cmdline.split()
+    for i, word in enumerate(words):
+        if word.startswith(MARK + "="):
+            try:
+                n = int(word.split("=", 1)[1])
+            except ValueError:
+                return ()
+            return tuple(words[i + 1 : i + 1 + n])
+    return ()
 
 
 def _write(req: Request) -> None:
