@@ -1,0 +1,205 @@
+"""Kernels under test, end to end: a QEMU guest booting real Debian cloud kernels is a fleet
+host (`iolab guest up`) running `iolab worker` against this machine's Redis and PostgreSQL;
+the controller is `iolab ab`/`run --fleet` here (docs/kernels.md).
+
+- an A/B of two kernels over two blocks: every sample measured in a boot of its own (real
+  kexecs inside the guest), on the kernel its variant names, with its command line;
+- a power cut (QEMU killed) mid-sample: the controller power-cycles the guest through its
+  hook, the block goes on where the store says it stopped — no sample twice, none lost;
+- a boot hook that boots another kernel: `wrong_kernel`, nothing stored.
+
+TCG timings mean nothing: these check the mechanism, never performance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet_env import Fleet
+from guest_fixtures import KERNEL_A, KERNEL_B, guest_image
+from iolab.guest import hosts
+from iolab.guest.recipe import DEFAULT_KERNELS
+from iolab.store import leases, open_store
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.slow,
+    pytest.mark.postgres,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("redis-server") is None,
+        reason="needs root and redis-server",
+    ),
+]
+KERNEL_C = DEFAULT_KERNELS[2]
+HEARTBEAT_S = "4"
+
+PLAN = """\
+name: kernel-ab
+target: {size: 32M}
+filesystem: {type: ext4, mkfs_options: -m 1}
+workload:
+  fio: |
+    [w]
+    filename={mnt}/f
+    size=2M
+    bs=4k
+    rw=randwrite
+    ioengine=psync
+    runtime=1s
+    time_based=1
+variants:
+  old: {kernel: KERNEL_B}
+  new: {kernel: {release: KERNEL_A, cmdline: "loglevel=4"}}
+repeat: REPEAT
+kpis: [write.iops]
+prepare: {drop_caches: false}
+"""
+
+
+def write_plan(path: Path, repeat: int) -> Path:
+    text = PLAN.replace("KERNEL_A", KERNEL_A).replace("KERNEL_B", KERNEL_B)
+    path.write_text(text.replace("REPEAT", str(repeat)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    made = Fleet.make(n_hosts=0)
+    try:
+        yield made
+    finally:
+        made.close()
+    assert not made.leftovers()
+
+
+@pytest.fixture
+def env(fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    guest_image()
+    values = fleet.env()
+    values.update(
+        IOLAB_FLEET_HEARTBEAT_S=HEARTBEAT_S,
+        IOLAB_FLEET_BOOT_TIMEOUT_S="240",
+        IOLAB_GUEST_STATE=str(tmp_path / "guests"),
+    )
+    for key in ("IOLAB_FLEET_HEARTBEAT_S", "IOLAB_GUEST_STATE"):
+        monkeypatch.setenv(key, values[key])
+    return values
+
+
+def iolab(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iolab", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def guest_up(env: dict[str, str], fleet: Fleet, name: str, *extra: str) -> None:
+    proc = iolab(
+        env, "guest", "up", name, "--kernels", f"{KERNEL_A},{KERNEL_B},{KERNEL_C}",
+        "--broker", fleet.broker, "--db", fleet.db, "--class", name, *extra, timeout=400,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def guest_down(env: dict[str, str], name: str) -> None:
+    state = Path(env["IOLAB_GUEST_STATE"]) / name
+    pid = json.loads((state / "state.json").read_text())["pid"] if state.exists() else None
+    proc = iolab(env, "guest", "down", name, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert not state.exists()
+    if pid is not None:
+        assert not hosts.running(pid, None)
+
+
+def wait_for(check: Callable[[], object], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def worker_up(fleet: Fleet, name: str) -> bool:
+    with open_store(fleet.db) as store:
+        return any(h.name == name and h.state == "idle" for h in leases.hosts(store))
+
+
+def results(env: dict[str, str], run_id: int) -> list[dict[str, object]]:
+    proc = iolab(env, "results", "--run", str(run_id), "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out: list[dict[str, object]] = json.loads(proc.stdout)
+    return out
+
+
+def newest_run(fleet: Fleet) -> int:
+    with open_store(fleet.db) as store:
+        return store.runs()[-1].id
+
+
+def log_of(env: dict[str, str], name: str) -> str:
+    path = Path(env["IOLAB_GUEST_STATE"]) / name / "service.log"
+    return path.read_text(errors="replace")[-3000:] if path.exists() else "(no service log)"
+
+
+def check_samples(
+    samples: list[dict[str, object]], blocks: int, *, per_sample_boots: bool = True
+) -> None:
+    """Each (case, block) once; each sample on its variant's kernel with its command line,
+    in a boot of its own."""
+    keys = Counter((s["variant"], s["block"]) for s in samples)
+    assert len(samples) == 2 * blocks and max(keys.values()) == 1, keys
+    wanted = {"old": KERNEL_B, "new": KERNEL_A}
+    for s in samples:
+        assert s["status"] == "ok", s["reason"]
+        boot = s["provenance"]["boot"]  # type: ignore[index]
+        assert boot["release"] == wanted[str(s["variant"])], boot
+        assert s["provenance"]["kernel"] == boot["release"]  # type: ignore[index]
+        assert boot["boot_id"] and boot["boot_id"] == s["provenance"]["boot_id"]  # type: ignore[index]
+        assert ("loglevel=4" in boot["cmdline"].split()) == (s["variant"] == "new")
+        assert boot["booted_for_sample"] is per_sample_boots
+        assert boot["from_boot_id"] != boot["boot_id"]
+    boots = [s["provenance"]["boot"]["boot_id"] for s in samples]  # type: ignore[index]
+    assert len(set(boots)) == len(boots), "two samples shared a boot"
+
+
+def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
+    name = "kab-" + secrets.token_hex(2)
+    plan = write_plan(tmp_path / "plan.yaml", 2)
+    try:
+        guest_up(env, fleet, name)
+        wait_for(lambda: worker_up(fleet, name), 240, f"the worker in {name}\n{log_of(env, name)}")
+        proc = iolab(
+            env, "ab", str(plan), "--fleet", name, "--hosts", "1", "--max-blocks", "2",
+            "--format", "json", timeout=900,
+        )  # fmt: skip
+        assert proc.returncode in (0, 10, 11), proc.stderr + log_of(env, name)
+        run_id = newest_run(fleet)
+        samples = results(env, run_id)
+        check_samples(samples, 2)
+        # ABBA or BAAB: block 2 is block 1 reversed
+        order = {
+            b: [s["variant"] for s in sorted(samples, key=lambda s: s["position"]) if s["block"] == b]  # type: ignore[arg-type]
+            for b in (1, 2)
+        }
+        assert order[2] == order[1][::-1], order
+        report = json.loads(proc.stdout)
+        assert "one boot per sample" in json.dumps(report), report
+    finally:
+        guest_down(env, name)
