@@ -98,7 +98,9 @@ def env(fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[s
     return values
 
 
-def iolab(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def iolab(
+    env: dict[str, str], *args: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "iolab", *args],
         env=env,
@@ -195,11 +197,100 @@ def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path)
         check_samples(samples, 2)
         # ABBA or BAAB: block 2 is block 1 reversed
         order = {
-            b: [s["variant"] for s in sorted(samples, key=lambda s: s["position"]) if s["block"] == b]  # type: ignore[arg-type]
+            b: [
+                s["variant"]
+                for s in sorted(samples, key=lambda s: s["position"])
+                if s["block"] == b
+            ]  # type: ignore[arg-type]
             for b in (1, 2)
         }
         assert order[2] == order[1][::-1], order
         report = json.loads(proc.stdout)
         assert "one boot per sample" in json.dumps(report), report
+    finally:
+        guest_down(env, name)
+
+
+def attempts_of(fleet: Fleet, run_id: int) -> list[leases.Attempt]:
+    with open_store(fleet.db) as store:
+        return leases.attempts(store, run_id)
+
+
+def test_power_cut_mid_sample(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
+    """QEMU killed while a sample is measured: the lease is lost, the controller runs the
+    guest's power hook (`iolab guest power-cycle`), the guest boots its first kernel, and the
+    block goes on from what the store holds — every sample once, in a boot of its own."""
+    name = "kpc-" + secrets.token_hex(2)
+    plan = write_plan(tmp_path / "plan.yaml", 1)
+    state = Path(env["IOLAB_GUEST_STATE"]) / name / "state.json"
+    try:
+        guest_up(env, fleet, name)
+        wait_for(lambda: worker_up(fleet, name), 240, f"the worker in {name}\n{log_of(env, name)}")
+        controller = subprocess.Popen(
+            [sys.executable, "-m", "iolab", "run", str(plan), "--fleet", name, "--hosts", "1"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: _runs(fleet), 60, "the run")
+            run_id = newest_run(fleet)
+
+            def measuring() -> bool:  # claimed again after a boot: its sample is under way
+                return any(
+                    a.state == "running" and a.boot_kernel for a in attempts_of(fleet, run_id)
+                )
+
+            wait_for(measuring, 300, f"a sample under way\n{log_of(env, name)}")
+            pid = json.loads(state.read_text())["pid"]
+            os.killpg(pid, signal.SIGKILL)  # the power cut
+            _out, err = controller.communicate(timeout=900)
+        finally:
+            if controller.poll() is None:
+                controller.kill()
+                controller.wait()
+        assert controller.returncode == 0, err + log_of(env, name)
+        check_samples(results(env, run_id), 1)
+        tried = attempts_of(fleet, run_id)
+        assert [a.state for a in tried] == ["lost", "finished"], tried
+        assert json.loads(state.read_text())["power_cycles"] == 1
+    finally:
+        guest_down(env, name)
+
+
+def _runs(fleet: Fleet) -> bool:
+    with open_store(fleet.db) as store:
+        return bool(store.runs())
+
+
+def test_a_boot_hook_that_boots_another_kernel(
+    fleet: Fleet, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The host's boot hook kexecs KERNEL_C whatever it is asked: the controller sees the
+    host back on the wrong kernel, the attempt ends `wrong_kernel`, nothing is stored, and
+    with no other host the run ends in one line (exit 4)."""
+    name = "kwk-" + secrets.token_hex(2)
+    plan = write_plan(tmp_path / "plan.yaml", 1)
+    hooks = tmp_path / "hooks.toml"
+    wrong = (
+        f"kexec -l /boot/vmlinuz-{KERNEL_C} --initrd=/boot/initrd.img-{KERNEL_C} "
+        "--reuse-cmdline && systemctl kexec"
+    )
+    hooks.write_text(f"[hooks]\nboot = {json.dumps(['sh', '-c', wrong])}\n")
+    try:
+        guest_up(env, fleet, name, "--hooks", str(hooks))
+        wait_for(lambda: worker_up(fleet, name), 240, f"the worker in {name}\n{log_of(env, name)}")
+        proc = iolab(env, "run", str(plan), "--fleet", name, "--hosts", "1", timeout=600)
+        assert proc.returncode == 4, proc.stderr + log_of(env, name)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "wrong_kernel" in lines[0] and KERNEL_C in lines[0], lines
+        run_id = newest_run(fleet)
+        assert results(env, run_id) == []
+        tried = attempts_of(fleet, run_id)
+        assert [a.state for a in tried] == ["wrong_kernel"], tried
+        with open_store(fleet.db) as store:
+            host = next(h for h in leases.hosts(store) if h.name == name)
+        assert host.state == "quarantined" and host.kernel == KERNEL_C
     finally:
         guest_down(env, name)

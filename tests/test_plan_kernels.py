@@ -126,3 +126,44 @@ def test_boot_schedule_per_sample_and_per_switch(tmp_path: Path) -> None:
     switch = boot_schedule(plan, orders, reboot="per-switch")
     # a b | b a: the second block starts on the kernel the first ended on
     assert [s.boot for s in switch] == [True, True, False, True]
+
+
+def _iolab(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iolab", "--db", str(tmp_path / "s.db"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--kernels", "6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"], "--fleet CLASS"),
+        (["--kernels", "6.1.0-47-cloud-amd64", "--fleet", "x"], "at least two releases"),
+        (["--kernels", "a b", "c", "--fleet", "x"], "is not a kernel release"),
+        (["--kernels", "r1", "r1", "--fleet", "x"], "listed twice"),
+        (["--kernels", "r1", "r2", "--fleet", "x"], "PostgreSQL"),
+    ],
+)
+def test_bisect_kernels_refusals(tmp_path: Path, args: list[str], needle: str) -> None:
+    plan = write(tmp_path, BASE)
+    proc = _iolab(tmp_path, "bisect", plan, *args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], lines
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_bisect_kernels_from_file_and_the_derived_plan(tmp_path: Path) -> None:
+    from iolab.bisect.kernels import kernel_plan, read_list
+
+    listed = tmp_path / "kernels.txt"
+    listed.write_text("# oldest first\n6.1.0-47-cloud-amd64\n\n6.1.0-50-cloud-amd64  # new\n")
+    releases = read_list(listed)
+    assert releases == ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"]
+    derived = kernel_plan(load_plan(write(tmp_path, BASE)), releases)
+    assert [(c.variant, c.kernel) for c in derived.cases] == [(r, r) for r in releases]
+    with pytest.raises(PlanError, match="neither variants nor a kernel"):
+        kernel_plan(load_plan(write(tmp_path, BASE + "variants: {a: {}, b: {}}\n")), releases)

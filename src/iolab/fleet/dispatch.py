@@ -107,6 +107,7 @@ class FleetBlocks:
         self._ready: deque[tuple[int, list[Sample]]] = deque()
         self._latest = {a.block: a for a in leases.attempts(self.store, run.run_id)}
         self.after_decision: list[int] = []
+        self._variants: dict[int, tuple[str, ...]] = {}  # block -> the variants it measures
 
     # -- BlockSource ----------------------------------------------------------------------
 
@@ -118,8 +119,13 @@ class FleetBlocks:
         return [*self._flight, *(b for b, _ in self._ready)]
 
     def start(self, block: int, cases: Sequence[Case] = ()) -> None:
+        """Block `block` of the plan: all its cases, or `cases` (whole variants: a bisect's
+        arms)."""
         if cases:
-            raise ValueError("a fleet runs whole blocks of the plan")
+            names = tuple(c.variant for c in cases if c.variant is not None)
+            if len(names) != len(cases):
+                raise ValueError("a fleet runs a block's cases by variant")
+            self._variants[block] = names
         latest = self._latest.get(block)
         if latest is not None and latest.state == "finished":
             self._ready.append((block, self._samples(block)))
@@ -190,6 +196,7 @@ class FleetBlocks:
             plan.path or plan.name,
             self.run.seed,
             plan.profile,
+            self._variants.get(attempt.block, ()),
         )
         # an attempt sent again after its host booted goes to that host only
         queue = host_queue(attempt.host) if attempt.host else class_queue(self.fleet.host_class)
@@ -326,6 +333,8 @@ class FleetBlocks:
         if proc.returncode != 0:
             log.warning("host %s: power_cycle hook exited %d", name, proc.returncode)
             return False
+        # offline until its worker is back; not a silent host to quarantine
+        leases.set_host_state(self.store, name, "offline", "power-cycled by the controller")
         return True
 
     def _retry(self, block: int, attempt: Attempt) -> None:

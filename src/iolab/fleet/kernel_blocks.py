@@ -21,6 +21,7 @@ local run stores them), because a block spans boots and nothing survives a boot 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,16 +67,18 @@ def token(job: Job, position: int) -> str:
     return f"run {job.run_id} block {job.block} position {position}"
 
 
-def run(worker: Worker, job: Job, attempt_id: int, plan: Plan) -> str:
-    """Go as far through the block as this boot allows; what became of it."""
+def run(worker: Worker, job: Job, attempt_id: int, plan: Plan, chosen: Sequence[Case] = ()) -> str:
+    """Go as far through the block (its `chosen` cases, default all) as this boot allows;
+    what became of it."""
     config, store = worker.config, worker.store
-    order = block_order(job.seed, job.block, len(plan.cases))
+    cases = list(chosen) or list(plan.cases)
+    order = block_order(job.seed, job.block, len(cases))
     done = store.done_keys(job.run_id)
     judged = switch.verdict(config.hooks, settle=False)
     session: LabSession | None = None
     try:
         for position, index in enumerate(order, start=1):
-            case = plan.cases[index]
+            case = cases[index]
             if (case_key(case), job.block) in done:
                 continue
             mine = judged.request is not None and judged.request.token == token(job, position)
