@@ -44,6 +44,13 @@ pytestmark = [
     ),
 ]
 KERNEL_C = DEFAULT_KERNELS[2]
+# Each sample is a boot: 2-3 minutes under TCG on a loaded 2-core machine, so the scenarios of
+# several boots run only when asked (bench/guest-kernels runs them); `make test` runs the
+# wrong-kernel test (one boot and one kexec) within the QEMU tests' budget (docs/kernels.md).
+long_scenario = pytest.mark.skipif(
+    not os.environ.get("IOLAB_GUEST_LONG"),
+    reason="several boots under TCG (IOLAB_GUEST_LONG=1, or bench/guest-kernels)",
+)
 HEARTBEAT_S = "4"
 
 PLAN = """\
@@ -182,6 +189,7 @@ def check_samples(
     assert len(set(boots)) == len(boots), "two samples shared a boot"
 
 
+@long_scenario
 def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
     name = "kab-" + secrets.token_hex(2)
     plan = write_plan(tmp_path / "plan.yaml", 2)
@@ -217,6 +225,7 @@ def attempts_of(fleet: Fleet, run_id: int) -> list[leases.Attempt]:
         return leases.attempts(store, run_id)
 
 
+@long_scenario
 def test_power_cut_mid_sample(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
     """QEMU killed while a sample is measured: the lease is lost, the controller runs the
     guest's power hook (`iolab guest power-cycle`), the guest boots its first kernel, and the
@@ -297,6 +306,7 @@ def test_a_boot_hook_that_boots_another_kernel(
         guest_down(env, name)
 
 
+@long_scenario
 def test_bisect_over_three_kernels(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
     """`iolab bisect PLAN --kernels R1 R2 R3` on the guest ends with a documented result
     (found 0 / range 20 / no regression 21 / not known 22) whose samples ran on the kernels
