@@ -356,11 +356,15 @@ class FleetBlocks:
         if attempt.sent_at is None or now - attempt.sent_at < timedelta(seconds=limit):
             return False
         fresh = timedelta(seconds=self.fleet.grace_s)
+        # an idle host that started since the message was sent (back from a power cycle)
+        # has had no time to take it yet
+        waited = timedelta(seconds=limit)
         return any(
             h.state == "idle"
             and not h.drained
             and h.heartbeat_at is not None
             and now - h.heartbeat_at < fresh
+            and (h.started_at is None or now - h.started_at > waited)
             for h in leases.hosts(self.store, self.fleet.host_class)
         )
 

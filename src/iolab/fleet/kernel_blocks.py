@@ -88,6 +88,8 @@ def run(worker: Worker, job: Job, attempt_id: int, plan: Plan, chosen: Sequence[
                 return f"{job.title}: wrong_kernel: {judged.reason}"
             if _needs_boot(plan, case, judged, mine):
                 return _boot(worker, job, attempt_id, case, position)
+            if mine and judged.request is not None:
+                switch.answered(judged.request, judged.boot.boot_id)
             if session is None:
                 session = LabSession(
                     plan,

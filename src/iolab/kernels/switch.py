@@ -23,7 +23,7 @@ import os
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -47,7 +47,8 @@ class Request:
     from_boot_id: str
     from_release: str
     requested_at: float
-    token: str  # who asked (e.g. "run 7 block 3 attempt 1"): recorded, never interpreted
+    token: str  # which sample asked (e.g. "run 7 block 3 position 1")
+    answered_by: str = ""  # the boot id judged `ok` for it: a later boot answers nothing
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,13 @@ def fire(commands: Sequence[Sequence[str]], delay_s: float = 1.0) -> None:
     )
 
 
+def answered(req: Request, boot_id: str) -> None:
+    """Record that boot `boot_id` was the one made for `req` (judged ok), so that a later
+    boot — after a power cut mid-sample — is never taken for it."""
+    if req.answered_by != boot_id:
+        _write(replace(req, answered_by=boot_id))
+
+
 def clear() -> None:
     """Forget the request: its boot has been used (a sample measured in it)."""
     state_path().unlink(missing_ok=True)
@@ -221,6 +229,9 @@ def verdict(
         return Judged("none", "no kernel switch was requested", None, now)
     if now.boot_id == req.from_boot_id:
         return Judged("pending", f"still the boot that asked for {req.kernel}", req, now)
+    if req.answered_by and req.answered_by != now.boot_id:
+        # the boot made for it came and went (a power cut, a crash): this one is not it
+        return Judged("none", f"the boot made for {req.kernel} has ended", None, now)
     problems = []
     if now.release != req.kernel:
         problems.append(f"running {now.release}, asked for {req.kernel}")
