@@ -15,8 +15,8 @@ Celery message to the class's queue, and learns what became of them by polling t
   again, to that host only, once it is back with a new boot id and the kernel asked for;
   back on another kernel → `wrong_kernel` (the host is quarantined; the block goes to
   another host, or the run ends when none is left); not back within the boot timeout →
-  its `power_cycle` hook once, then `lost` and quarantined.  A host whose lease was lost
-  (3 missed heartbeats) is power-cycled too when it has the hook.
+  `lost` and a new attempt, after its `power_cycle` hook if it has one, else quarantined.
+  A host whose lease was lost (3 missed heartbeats) is power-cycled too when it has one.
 
 A message that could not be published (redis-server down) is published again on the next
 poll.  A resumed run adopts its blocks' attempts: finished blocks are not measured again,
@@ -284,20 +284,16 @@ class FleetBlocks:
         if now - started < timedelta(seconds=self.fleet.boot_timeout_s):
             return
         name = attempt.host or "?"
-        cycled = (attempt.reason or "").startswith("power-cycled")
-        if not cycled and self._power_cycle(
-            name, f"not back within {self.fleet.boot_timeout_s:g} s"
-        ):
-            leases.restart_boot_clock(
-                self.store, attempt.id, f"power-cycled: booting {attempt.boot_kernel}"
-            )
-            return
         why = f"not back from booting {attempt.boot_kernel} within {self.fleet.boot_timeout_s:g} s"
-        if leases.end(self.store, attempt.id, "lost", why, only_from=("booting",)):
-            leases.set_host_state(self.store, name, "offline", why)
-            leases.set_host_state(self.store, name, "quarantined", why)
-            del self._flight[block]
-            self._retry(block, replace(attempt, state="lost", reason=why))
+        if not leases.end(self.store, attempt.id, "lost", why, only_from=("booting",)):
+            return
+        del self._flight[block]
+        if self._power_cycle(name, why):  # it comes back on its default kernel: a new attempt
+            self._retry(block, replace(attempt, state="lost", reason=why + "; power-cycled"))
+            return
+        leases.set_host_state(self.store, name, "offline", why)
+        leases.set_host_state(self.store, name, "quarantined", why)
+        self._retry(block, replace(attempt, state="lost", reason=why))
 
     def _wrong_kernel(self, block: int, attempt: Attempt) -> None:
         """Nothing of the sample was stored.  The host is quarantined (its boot setup is

@@ -64,7 +64,9 @@ class GuardedSink:
 
 
 def token(job: Job, position: int) -> str:
-    return f"run {job.run_id} block {job.block} position {position}"
+    """Which sample of which attempt asked: a new attempt (after a lost lease, a power cut)
+    never takes an earlier attempt's boot for its own."""
+    return f"run {job.run_id} block {job.block} attempt {job.attempt} position {position}"
 
 
 def run(worker: Worker, job: Job, attempt_id: int, plan: Plan, chosen: Sequence[Case] = ()) -> str:

@@ -258,18 +258,6 @@ def requeue_booted(store: Store, attempt_id: int) -> bool:
         return done.rowcount == 1
 
 
-def restart_boot_clock(store: Store, attempt_id: int, reason: str) -> None:
-    """A booting attempt's host was power-cycled: its boot timeout starts again."""
-    c = block_attempts.c
-    with store._session(write=True) as conn:
-        conn.execute(
-            update(block_attempts)
-            .where(c.id == attempt_id, c.state == "booting")
-            .values(boot_at=db_now(conn), reason=reason)
-        )
-        conn.commit()
-
-
 def end(
     store: Store,
     attempt_id: int,
