@@ -263,8 +263,12 @@ def test_power_cut_mid_sample(fleet: Fleet, env: dict[str, str], tmp_path: Path)
         assert controller.returncode == 0, err + log_of(env, name)
         check_samples(results(env, run_id), 1)
         tried = attempts_of(fleet, run_id)
-        assert [a.state for a in tried] == ["lost", "finished"], tried
-        assert json.loads(state.read_text())["power_cycles"] == 1
+        # the cut attempt is lost; a loaded machine may lose another (a late heartbeat):
+        # whatever the retries, one finished attempt and every sample once (above)
+        states = [a.state for a in tried]
+        assert states[0] == "lost" and states[-1] == "finished", tried
+        assert set(states[1:-1]) <= {"lost"}, tried
+        assert json.loads(state.read_text())["power_cycles"] >= 1
     finally:
         guest_down(env, name)
 
