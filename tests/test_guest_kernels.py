@@ -190,6 +190,7 @@ def check_samples(
 
 
 @long_scenario
+@pytest.mark.timeout(1800)
 def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
     name = "kab-" + secrets.token_hex(2)
     plan = write_plan(tmp_path / "plan.yaml", 2)
@@ -226,6 +227,7 @@ def attempts_of(fleet: Fleet, run_id: int) -> list[leases.Attempt]:
 
 
 @long_scenario
+@pytest.mark.timeout(1800)
 def test_power_cut_mid_sample(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
     """QEMU killed while a sample is measured: the lease is lost, the controller runs the
     guest's power hook (`iolab guest power-cycle`), the guest boots its first kernel, and the
@@ -311,6 +313,7 @@ def test_a_boot_hook_that_boots_another_kernel(
 
 
 @long_scenario
+@pytest.mark.timeout(3600)
 def test_bisect_over_three_kernels(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
     """`iolab bisect PLAN --kernels R1 R2 R3` on the guest ends with a documented result
     (found 0 / range 20 / no regression 21 / not known 22) whose samples ran on the kernels
