@@ -161,3 +161,29 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
     )
     assert state["e_value"] == pytest.approx(again.e_value, rel=1e-12)
     assert state["estimate_pct"] == pytest.approx(again.estimate_pct, rel=1e-12)
+
+
+def test_ab_brief_names_its_report_and_what_to_try_next(
+    lab: dict[str, str], tmp_path: Path
+) -> None:
+    """`make demo`'s ending: the answer (here "not known yet" after a 2-block budget), the
+    HTML report written and named, then three commands, and --ci still decides the status."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    page = tmp_path / "ab.html"
+    done = iolab(
+        lab, "ab", str(plan), "--max-blocks", "2", "--format", "brief", "--html", str(page), "--ci"
+    )
+    assert done.returncode == 11, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert (
+        first.startswith("small vs big: write.iops ") and "after 2 blocks: not known yet" in first
+    )
+    tail = done.stderr.splitlines()[-5:]
+    assert tail[0] == f"HTML report: {page}" and tail[1] == "next:"
+    db = lab["IOLAB_DB"]
+    assert tail[2].startswith(f"  iolab --db {db} compare 1 --all ")
+    assert tail[3].startswith(f"  iolab --db {db} ab --resume 1 --max-blocks ")
+    assert tail[4].startswith(f"  iolab --db {db} results --run 1 ")
+    html = page.read_text()
+    assert "<svg" in html and "confidence sequence" in html

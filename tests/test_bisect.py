@@ -17,7 +17,7 @@ from iolab.bisect import git as bgit
 from iolab.bisect.driver import bind
 from iolab.bisect.search import ProbabilisticSearch, groups
 from iolab.bisect.step import StepTest
-from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError
+from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError, RefusedError
 from iolab.model.metrics import Direction
 from iolab.plan import load_plan
 from iolab.plan.fiojob import check_job
@@ -218,6 +218,28 @@ def test_job_file_from_the_commit_is_read_per_commit(tmp_path: Path) -> None:
     assert case.workload.fio_text is not None and case.workload.fio_file is None
     assert "filename={mnt}/f" in case.workload.fio_text and "b" * 40 in case.workload.fio_text
     assert check_job("[w]\nfilename={src}/f\nsize=1M\nrw=write\n") is None
+
+
+def test_job_file_from_the_commit_takes_the_plans_overrides(tmp_path: Path) -> None:
+    """`fio:` overrides beside `fio_file: "{src}/…"` are applied to each commit's job file by
+    apply_overrides, as plan loading applies them to any job file it reads."""
+    from iolab.plan.fiojob import apply_overrides
+
+    overrides_yaml = 'fio: {directory: "{mnt}", runtime: 1s, rate_iops: null, time_based: ""}\n'
+    plan = load_plan(plan_with(tmp_path, '  fio_file: "{src}/w.fio"', overrides_yaml))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    job = "[global]\ndirectory=/srv/their/disk\nruntime=600\nrate_iops=50\n[w]\nsize=1M\nrw=write\n"
+    (tree / "w.fio").write_text(job)
+    case = bind(plan.cases[0], tree, "c" * 40)
+    overrides = {"directory": "{mnt}", "runtime": "1s", "rate_iops": None, "time_based": ""}
+    assert case.workload.fio_text == apply_overrides(job, overrides)
+    assert (
+        "directory={mnt}" in case.workload.fio_text and "/srv/their" not in case.workload.fio_text
+    )
+    # the overrides alone are confined when the plan loads
+    with pytest.raises(RefusedError, match="leaves the sample"):
+        load_plan(plan_with(tmp_path, '  fio_file: "{src}/w.fio"', "fio: {directory: /etc}\n"))
 
 
 def test_commit_placeholder_mistakes_are_one_line(tmp_path: Path) -> None:

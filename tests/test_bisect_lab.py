@@ -215,6 +215,84 @@ def test_bisect_equal_ends_names_no_culprit(lab: dict[str, str], tmp_path: Path)
     assert -25 < data["ends"]["estimate_pct"] < 25
 
 
+JOB_PLAN = """\
+name: bisect-fio-overrides
+target: {size: 20M}
+filesystem: none
+workload:
+  fio_file: "{src}/jobs/randwrite.fio"
+fio: {filename: "{dev}", runtime: 300ms, rate_iops: null}
+kpis: [write.iops]
+prepare: {drop_caches: false}
+"""
+
+# a job as a user's repository holds it: written for another machine's disk and a long run
+# (the plan's `fio:` overrides point it at the lab's device for 300 ms, and drop its rate
+# limit); from the culprit on, the job thinks 2 ms after every write (at most 500 IOPS)
+USER_JOB = """\
+# commit {n}
+[global]
+filename=/dev/disk/by-id/nvme-their-disk
+runtime=600
+rate_iops=50
+[w]
+size=8M
+bs=4k
+rw=randwrite
+direct=1
+time_based=1
+{extra}
+"""
+
+
+def make_job_repo(path: Path, commits: int, culprit: int) -> list[str]:
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path), *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "lab@example.org")
+    git("config", "user.name", "Lab")
+    (path / "jobs").mkdir()
+    (path / "build.sh").write_text("exit 0\n")
+    shas = []
+    for n in range(1, commits + 1):
+        extra = "thinktime=2ms\nioengine=psync" if n >= culprit else "ioengine=psync"
+        (path / "jobs" / "randwrite.fio").write_text(USER_JOB.format(n=n, extra=extra))
+        git("add", "-A")
+        git("commit", "-q", "-m", f"commit {n}")
+        shas.append(git("rev-parse", "HEAD").strip())
+    return shas
+
+
+def test_bisect_job_file_from_the_tree_with_the_plans_overrides(
+    lab: dict[str, str], tmp_path: Path
+) -> None:
+    """`fio_file: "{src}/…"` plus `fio:` overrides: each commit's job file is read and the
+    overrides applied to it as plan loading applies them (without them the job names a disk
+    that is not there and runs for 10 minutes), and the culprit is found."""
+    repo = tmp_path / "repo"
+    shas = make_job_repo(repo, 5, culprit=4)  # good = commit 1, 4 candidates
+    plan = write_plan(tmp_path, JOB_PLAN)
+    done = bisect(lab, *bisect_argv(plan, repo, shas, *FAST_ARGS, "--format", "json"))
+    assert done.stdout, done.stderr
+    data = json.loads(done.stdout)
+    assert done.returncode == 0 and data["result"] == "found", json.dumps(data)[:3000]
+    assert data["culprit"]["sha"] == shas[3] and data["parent"]["sha"] == shas[2]
+    assert data["verification"]["estimate_pct"] < -50
+    with open_store(lab["IOLAB_DB"]) as store:
+        samples = store.samples(run_id=data["run"], status=None)
+    assert samples and all(s.status == "ok" for s in samples)
+    # the overrides reached fio: the lab's loop device, and no rate limit of 50 IOPS (the
+    # good commits' writes run far faster); 300 ms, or this test would have timed out
+    assert all(s.provenance["devices"][0]["name"].startswith("loop") for s in samples)
+    good = sorted(s.metrics["write.iops"] for s in samples if s.variant == shas[0])
+    assert good and good[len(good) // 2] > 1000, good
+
+
 def test_unbuildable_commit_before_the_culprit_gives_a_range(
     lab: dict[str, str], tmp_path: Path
 ) -> None:

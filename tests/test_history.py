@@ -204,8 +204,12 @@ def test_a_compare_regression_opens_one_entry(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         files = write_series(tmp_path / name, noisy(12, 0.02, 3, step_at=0, step=step))
         assert iolab(db, "import", *files, "--label", name).exit_code == 0
+    # a query records nothing; --record enters the regression, once however often it is run
+    done = iolab(db, "compare", "label:base", "label:bad", "--metric", "read.iops")
+    assert done.exit_code == 0 and "regression" in done.stdout, done.stderr
+    assert json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"] == []
     for _ in range(2):
-        done = iolab(db, "compare", "label:base", "label:bad", "--metric", "read.iops")
+        done = iolab(db, "compare", "label:base", "label:bad", "--metric", "read.iops", "--record")
         assert done.exit_code == 0, done.stderr
     (entry,) = json.loads(iolab(db, "regressions", "--format", "json").stdout)["regressions"]
     assert entry["origin"] == "compare" and entry["metric"] == "read.iops"

@@ -8,6 +8,7 @@ generated values that take every branch (strings, bools, NaN, infinities, overfl
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +73,80 @@ _COUNTS = st.one_of(
 )
 
 
+def _fios_form(bins: dict[str, Any], scale: float) -> bool:
+    """What the fast path promises to take, said independently of it: keys that are finite
+    values >= 0 (also once scaled, also summed), counts that are positive ints, and no two
+    keys naming one value."""
+    try:
+        values = [float(key) for key in bins]
+    except ValueError:
+        return False
+    if not all(type(c) is int and c > 0 for c in bins.values()):
+        return False
+    if not all(0 <= v < math.inf and v * scale < math.inf for v in values):
+        return False
+    return sum(values) < math.inf and len({v * scale for v in values}) == len(values)
+
+
+def _check_value_keyed(bins: dict[str, Any], scale: float) -> bool:
+    """The fast path is taken exactly on fio's form, and then equals the careful loop;
+    whether it compared."""
+    fast = fio_json._value_keyed_bins(bins, scale)
+    assert (fast is not None) == _fios_form(bins, scale), (bins, scale, fast)
+    if fast is None:
+        return False
+    careful = fio_json._careful_bins(bins, scale)
+    assert fast == careful and list(fast) == list(careful)
+    return True
+
+
+# fio's own form, with its edges: ns and µs scales, values near the doubles' end, "-0",
+# keys that are floats (fio writes integers, a hand-edited file may not)
+_FIO_KEYS = st.one_of(
+    st.integers(min_value=0, max_value=10**12).map(str),
+    st.floats(min_value=0.0, max_value=1e300).map(repr),
+    st.sampled_from(["0", "-0", "0.5", "1e305", "1.7e305"]),
+)
+
+
+@given(
+    st.dictionaries(_FIO_KEYS, st.integers(min_value=1, max_value=10**12), max_size=40),
+    st.sampled_from([1.0, 1000.0]),
+)
+@example({"1000": 5, "2000": 3, "0": 1}, 1000.0)  # fio's everyday bins
+@example({"-0": 2, "1e305": 1}, 1000.0)  # -0 is a value >= 0; 1e308 still a double
+def test_value_keyed_bins_of_fios_form_equal_the_careful_loop(
+    bins: dict[str, Any], scale: float
+) -> None:
+    assert _check_value_keyed(bins, scale) or not _fios_form(bins, scale)
+
+
+def test_generated_bins_mostly_reach_the_comparison() -> None:
+    """The strategy above is for comparing: most of its inputs take the fast path."""
+    from hypothesis import settings
+
+    compared = []
+
+    @settings(max_examples=200, database=None)
+    @given(
+        st.dictionaries(_FIO_KEYS, st.integers(min_value=1, max_value=10**12), max_size=40),
+        st.sampled_from([1.0, 1000.0]),
+    )
+    def count(bins: dict[str, Any], scale: float) -> None:
+        compared.append(_check_value_keyed(bins, scale))
+
+    count()
+    assert sum(compared) >= 0.8 * len(compared), (sum(compared), len(compared))
+
+
 @given(st.dictionaries(_KEYS, _COUNTS, max_size=12), st.sampled_from([1.0, 1000.0]))
 @example({"1": 2, "1.0": 3, "750": 1}, 1.0)  # two keys, one value: the counts add up
 @example({"2": 1, "1e306": 4}, 1000.0)  # a value beyond the doubles once in ns
-def test_value_keyed_bins_is_the_careful_loop_or_declines(
+@example({"5": 1, "7.5": True}, 1.0)  # a bool is no count of fio's
+def test_value_keyed_bins_declines_exactly_what_is_not_fios_form(
     bins: dict[str, Any], scale: float
 ) -> None:
-    fast = fio_json._value_keyed_bins(bins, scale)
-    if fast is not None:
-        careful = fio_json._careful_bins(bins, scale)
-        assert fast == careful and list(fast) == list(careful)
+    _check_value_keyed(bins, scale)
 
 
 def _outcome(run: Any) -> Any:

@@ -25,6 +25,10 @@ EXPECTED = {
     ("raw-mq-deadline-vs-none.yaml", "quick"): (2, 3),
     ("ext4-iversion.yaml", None): (2, 10),
     ("ext4-iversion.yaml", "quick"): (2, 3),
+    ("0day-ext4-raid-writeback.yaml", None): (36, 3),
+    ("0day-ext4-raid-writeback.yaml", "quick"): (8, 2),
+    ("multipath-mq-deadline.yaml", None): (2, 10),
+    ("multipath-mq-deadline.yaml", "quick"): (2, 3),
 }
 
 

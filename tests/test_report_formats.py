@@ -290,7 +290,137 @@ def test_json_schema_and_numbers(lab_report: object) -> None:
 
 
 def test_every_format_is_registered() -> None:
-    assert set(FORMATS) == {"table", "lkp", "benchstat", "markdown", "json"}
+    assert set(FORMATS) == {"table", "lkp", "benchstat", "markdown", "json", "brief"}
+
+
+def test_brief_is_the_answer_and_what_moved(db: str) -> None:
+    """`--format brief` (make demo): the KPI verdict with its interval, then only the
+    evidence that moved, A → B, and a count of what did not."""
+    run = make_lab_run(db)
+    done = iolab(db, "compare", str(run), "--format", "brief")
+    assert done.exit_code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(
+        r"b vs a: write\.iops -[\d.]+% \[-[\d.]+%, -[\d.]+%\] from 10 pairs: regression",
+        lines[0],
+    ), lines[0]
+    assert lines[1] == "what moved (median per sample, a → b):"
+    moved = [line.split()[0] for line in lines[2:] if line.startswith("  ") and "→" in line]
+    assert moved[0] == "jbd2.handles_per_txn" and "hist.writepages" in moved
+    assert "write.io_bytes" not in done.stdout  # the same constant on both sides
+    table = iolab(db, "compare", str(run)).stdout
+    assert "jbd2.handles_per_txn" in table and len(done.stdout) < len(table) / 3
+
+
+def test_brief_says_not_known_yet_with_the_blocks_it_needs() -> None:
+    """After `iolab ab` stopped undecided: "not known yet — N more blocks"."""
+    from iolab.model.metrics import Direction
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput, SequentialState
+
+    comparison = compare([MetricInput("write.iops", [100.0, 103.0], [101.0, 99.0], kpi=True)])
+    state = SequentialState(
+        name="write.iops",
+        direction=Direction.HIGHER,
+        n_blocks=12,
+        verdict="inconclusive",
+        done=True,
+        estimate_pct=0.83,
+        ci_low_pct=-17.1,
+        ci_high_pct=17.7,
+        e_value=1.0,
+        e_value_equivalence=0.4,
+        alpha=0.05,
+        margin_pct=1.0,
+        runs_needed=231,
+        reason="time budget of 170 s spent",
+    )
+    group = Group("fsync", "fdatasync", {}, comparison, sequential=(state,))
+    report = Report("A", "B", (group,), 0.05, 1.0, sequential=True)
+    first = render(report, "brief").splitlines()[0]
+    assert first.startswith("fdatasync vs fsync: write.iops ")
+    assert first.endswith(
+        "after 12 blocks: not known yet — 231 more blocks (time budget of 170 s spent)"
+    )
+
+
+def test_brief_shows_a_sequence_side_at_the_searched_edge_as_unbounded() -> None:
+    """After `iolab ab` decided early: the confidence sequence's upper side still sits at the
+    edge of the range it searches, which was never measured: "≥+101.4%", as the progress
+    lines and the sequential table show it, not a closed "+101.4%"."""
+    from dataclasses import replace
+
+    from iolab.model.metrics import Direction
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+    from iolab.stats.types import MetricInput, SequentialState
+
+    edge = 100 * math.expm1(INTERVAL_EDGE_LOG)
+    comparison = compare([MetricInput("write.iops", [100.0, 103.0], [161.0, 159.0], kpi=True)])
+    kpi = replace(comparison.metrics[0], ci_low_pct=12.0, ci_high_pct=edge, verdict="improvement")
+    comparison = replace(comparison, metrics=(kpi,))
+    state = SequentialState(
+        name="write.iops",
+        direction=Direction.HIGHER,
+        n_blocks=9,
+        verdict="improvement",
+        done=True,
+        estimate_pct=60.4,
+        ci_low_pct=12.0,
+        ci_high_pct=edge,
+        e_value=24.0,
+        e_value_equivalence=0.1,
+        alpha=0.05,
+        margin_pct=1.0,
+        runs_needed=None,
+        reason="evidence 24 >= 20",
+    )
+    group = Group("fsync", "fdatasync", {}, comparison, sequential=(state,))
+    report = Report("A", "B", (group,), 0.05, 1.0, sequential=True)
+    first = render(report, "brief").splitlines()[0]
+    assert first.startswith("fdatasync vs fsync: write.iops +"), first
+    assert first.endswith(" [+12.0%, ≥+101.4%]: improvement, decided after 9 blocks"), first
+    assert "[+12.0%, ≥+101.4%]" in render(report, "table")
+
+
+def test_brief_counts_what_moved_only_before_the_correction_apart() -> None:
+    """After an `ab` that decided in 9 blocks, no secondary metric can pass the table's
+    correction (9 pairs: p >= 1/256 each, times 33 tests); counters that fell 200-fold are
+    then listed apart, largest change first, not counted among those "not shown to move"."""
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput
+
+    blocks: list[str | int] = list(range(9))
+
+    def pair(name: str, a: list[float], b: list[float], kpi: bool = False) -> MetricInput:
+        return MetricInput(name, a, b, kpi=kpi, blocks_a=blocks, blocks_b=blocks)
+
+    kpi = pair("write.iops", [100.0 + i for i in range(9)], [150.0 + i for i in range(9)], True)
+    fell = [
+        pair(f"jbd2.c{j:02d}", [1000.0 + 10 * i + j for i in range(9)], [1.0 + i for i in range(9)])
+        for j in range(30)
+    ]
+    flat = [
+        pair(f"vmstat.q{j}", [5.0 + i % 3 for i in range(9)], [5.0 + (i + 1) % 3 for i in range(9)])
+        for j in range(3)
+    ]
+    comparison = compare([kpi, *fell, *flat])
+    assert all(m.p_value is not None and m.p_value < 0.05 for m in comparison.secondary[:30])
+    assert not any(
+        m.verdict in ("regression", "improvement", "changed") for m in comparison.secondary
+    )
+    report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
+    assert render(report, "brief").splitlines()[1:] == [
+        "no secondary metric or histogram moved significantly",
+        "at p ≤ 0.05 on their own, too few samples to pass the correction for the table's "
+        "tests (a → b):",
+        *(f"  jbd2.c{j}  1.0{j + 40}k → 5   (-99.6%)" for j in range(29, 21, -1)),
+        "  … and 22 more",
+        "  (3 other metric(s) and histogram(s) not shown to move)",
+    ]
 
 
 # ------------------------------------------------------------------------- --by and cells

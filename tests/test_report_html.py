@@ -291,7 +291,7 @@ def test_history_and_registry_pages(browser: Browser, tmp_path: Path) -> None:
             )
             st.finish_run(run_id)
     ab = add_run(db, "ab", blocks=16)
-    assert invoke(db, "compare", f"{ab}:a", f"{ab}:b")[0] == 0  # records the regression
+    assert invoke(db, "compare", f"{ab}:a", f"{ab}:b", "--record")[0] == 0  # the regression
     site = tmp_path / "site"
     assert invoke(db, "publish", str(site))[0] == 0
     with browser.visit(url(site / "index.html")) as visit:

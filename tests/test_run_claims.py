@@ -49,14 +49,46 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
         subprocess.run([sys.executable, "-m", "iolab", "cleanup"], env=environ, capture_output=True)
 
 
-def start(env: dict[str, str], db: Path, *args: str) -> subprocess.Popen[str]:
+def start(
+    env: dict[str, str], db: Path, *args: str, barrier: Path | None = None
+) -> subprocess.Popen[str]:
+    """`iolab --db DB run -q ARGS`; with `barrier`, the process starts Python and imports the
+    command, says it is ready (BARRIER.ready.PID), and waits for BARRIER to exist."""
+    argv = ["--db", str(db), "run", "-q", *args]
+    if barrier is None:
+        command = [sys.executable, "-m", "iolab", *argv]
+    else:
+        command = [sys.executable, "-c", _AT_THE_BARRIER, str(barrier), *argv]
     return subprocess.Popen(
-        [sys.executable, "-m", "iolab", "--db", str(db), "run", "-q", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+_AT_THE_BARRIER = """\
+import os, sys, time
+from pathlib import Path
+import iolab.cli.main, iolab.cli.run_cmd
+barrier = Path(sys.argv[1])
+Path(f"{barrier}.ready.{os.getpid()}").touch()
+while not barrier.exists():
+    time.sleep(0.001)
+sys.argv = ["iolab", *sys.argv[2:]]
+iolab.cli.main.main()
+"""
+
+
+def start_together(
+    env: dict[str, str], runs: list[tuple[Path, tuple[str, ...]]], barrier: Path
+) -> list[subprocess.Popen[str]]:
+    """Start every `iolab run` at once: each waits, ready, until all are (a barrier)."""
+    procs = [start(env, db, *args, barrier=barrier) for db, args in runs]
+    deadline = time.monotonic() + 120
+    while len(list(barrier.parent.glob(f"{barrier.name}.ready.*"))) < len(procs):
+        assert time.monotonic() < deadline, [p.poll() for p in procs]
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+        time.sleep(0.01)
+    barrier.touch()
+    return procs
 
 
 def workloads_started(env: dict[str, str], pid: int) -> int:
@@ -90,16 +122,20 @@ def test_concurrent_resumes_store_exactly_the_planned_samples(
         [sys.executable, "-m", "iolab", "cleanup"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    # two resumes of run 1 in store A, and run 1 of store B, all at once
-    procs = [start(env, store_a, "--resume", "1") for _ in range(2)]
-    procs.append(start(env, store_b, "--resume", "1"))
+    # two resumes of run 1 in store A, and run 1 of store B, all at once (a barrier: each
+    # has started Python and imported iolab before any of them claims)
+    resume = ("--resume", "1")
+    procs = start_together(
+        env, [(store_a, resume), (store_a, resume), (store_b, resume)], tmp_path / "go"
+    )
     results = [(proc.wait(timeout=180), proc.communicate()) for proc in procs]
     codes = [code for code, _ in results]
     assert codes[2] == 0, results[2]  # another store's live run 1 does not block this one
-    assert sorted(codes[:2]) in ([0, 0], [0, EXIT_REFUSED]), results
-    for code, (_, err) in results[:2]:
-        if code == EXIT_REFUSED:
-            assert "run 1 is still running (pid" in err and err.count("\n") == 1
+    # released together, both claim within milliseconds, while the winner's two remaining
+    # samples take seconds: the other is refused (both finishing would mean no race was run)
+    assert sorted(codes[:2]) == [0, EXIT_REFUSED], results
+    refused = next(err for code, (_, err) in results[:2] if code == EXIT_REFUSED)
+    assert "run 1 is still running (pid" in refused and refused.count("\n") == 1
     for db in (store_a, store_b):
         with open_store(str(db)) as store:
             samples = store.samples(run_id=1, status=None)

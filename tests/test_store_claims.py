@@ -8,6 +8,8 @@ import multiprocessing
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier as BarrierType
 from pathlib import Path
 
 import pytest
@@ -54,17 +56,32 @@ def test_a_sample_identity_is_stored_once(store: Store) -> None:
     assert len(store.samples(run_id=run_id)) == 5
 
 
-def _alive_unless_dead(owner: str) -> bool:
-    return owner != DEAD
+class _AliveUnlessDead:
+    """The claimants' liveness check.  Seeing the dead owner, each claimant waits on the
+    barrier: so every one of them has read the claim as DEAD before any of them writes, and
+    all of them then race their conditional UPDATEs (the concurrent path, forced)."""
+
+    def __init__(self, together: BarrierType) -> None:
+        self.together = together
+        self.saw_dead = False
+
+    def __call__(self, owner: str) -> bool:
+        if owner == DEAD:
+            self.saw_dead = True
+            self.together.wait(60)
+        return owner != DEAD
 
 
-def _claimant(location: str, run_id: int, me: str, results: multiprocessing.Queue[str]) -> None:
+def _claimant(
+    location: str, run_id: int, me: str, together: BarrierType, results: Queue[str]
+) -> None:
     with open_store(location) as opened:
+        alive = _AliveUnlessDead(together)
         try:
-            opened.claim_run(run_id, me, _alive_unless_dead)
-            results.put(f"won {me}")
+            opened.claim_run(run_id, me, alive)
+            results.put(f"won {me} (saw DEAD: {alive.saw_dead})")
         except RefusedError as exc:
-            results.put(f"refused {exc.message}")
+            results.put(f"refused {exc.message} (saw DEAD: {alive.saw_dead})")
 
 
 def test_a_run_is_claimed_by_exactly_one_process(store: Store, location: str) -> None:
@@ -74,22 +91,27 @@ def test_a_run_is_claimed_by_exactly_one_process(store: Store, location: str) ->
     store.finish_run(run_id, "interrupted")  # the owner lets go
     store.claim_run(run_id, DEAD, lambda owner: True)  # then dies (kill -9): DEAD holds it
     ctx = multiprocessing.get_context("spawn")
-    results: multiprocessing.Queue[str] = ctx.Queue()
+    results: Queue[str] = ctx.Queue()
+    claimants = 4
+    together = ctx.Barrier(claimants)
     procs = [
-        ctx.Process(target=_claimant, args=(location, run_id, f"h:{n}:{n}", results))
-        for n in range(4)
+        ctx.Process(target=_claimant, args=(location, run_id, f"h:{n}:{n}", together, results))
+        for n in range(claimants)
     ]
     for proc in procs:
         proc.start()
     for proc in procs:
-        proc.join(60)
+        proc.join(120)
     outcomes = sorted(results.get(timeout=5) for _ in procs)
+    # every claimant read DEAD and passed the barrier before any wrote: the race was run
+    assert all(o.endswith("(saw DEAD: True)") for o in outcomes), outcomes
     winners = [o for o in outcomes if o.startswith("won")]
     assert len(winners) == 1, outcomes
+    # the losers' UPDATE found the claim changed under them; re-read, it is a live owner's
     assert all("still running" in o or "being claimed" in o for o in outcomes if o not in winners)
     with store.engine.connect() as conn:
         owner = conn.execute(text(f"SELECT claimed_by FROM runs WHERE id = {run_id}")).scalar()
-    assert winners[0] == f"won {owner}"
+    assert winners[0] == f"won {owner} (saw DEAD: True)"
 
 
 def test_upgrade_from_0001_removes_duplicate_samples(location: str) -> None:

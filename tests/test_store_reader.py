@@ -51,6 +51,7 @@ def lab_sample(run_id: int, variant: str | None, block: int, ok: bool = True) ->
         provenance={"kernel": "6.1.0", "sysctl": {"vm.dirty_bytes": 0}},
         started_at=start,
         finished_at=start + timedelta(seconds=2),
+        host=f"worker-{block % 2}",
     )
 
 
@@ -112,6 +113,20 @@ def test_runs_read_alike(populated: tuple[Path, list[int]]) -> None:
         {"with_histograms": False},
         {"metrics": ["write.iops", "read.clat_ns.p99", "absent"]},
         {"metrics": []},
+        # the selectors' filters (`compare`, `report` and `export` read through the reader)
+        {"label": "lab ünïcode"},
+        {"label": "imported", "with_jobs": False},
+        {"label": "nope"},
+        {"variant": "a", "status": None},
+        {"cell": {"fs": "ext4", "writers": "1"}},
+        {"cell": {"writers": 2}, "variant": "a"},
+        {"cell": {"fs": "xfs"}},
+        {"tags": {"kernel": "6.1", "fs": "xfs"}},
+        {"tags": {"kernel": "6.2"}, "status": "failed"},
+        {"tags": {"kernel": "6.1", "fs": "ext4"}},
+        {"host": "worker-1", "status": None},
+        {"host": "worker-0", "variant": "a"},
+        {"host": "nope"},
     ],
     ids=repr,
 )
@@ -131,6 +146,17 @@ def test_samples_read_alike(populated: tuple[Path, list[int]], options: dict[str
         lab = reader.samples(run_id=ids[1], status=None)
         assert {s.status for s in lab} == {"ok", "failed"} and lab[0].started_at is not None
         assert lab[0].started_at.tzinfo is UTC and lab[0].cell["opts"] == ["a", "b"]
+
+
+def test_selector_helpers_read_alike(populated: tuple[Path, list[int]]) -> None:
+    """What a selector's hints read: labels, a run's variants and cells."""
+    db, ids = populated
+    with open_store(str(db), read_only=True) as store, open_reader(str(db)) as reader:
+        assert reader.labels() == store.labels() == ["imported", "lab ünïcode"]
+        for run_id in ids:
+            assert reader.variants(run_id) == store.variants(run_id)
+            assert reader.cells(run_id) == store.cells(run_id)
+        assert reader.variants(ids[1]) == ["a"] and len(reader.cells(ids[1])) == 3
 
 
 def test_an_absent_run_is_one_line(populated: tuple[Path, list[int]]) -> None:

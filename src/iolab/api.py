@@ -207,25 +207,29 @@ def compare(
     margin_pct: float = 1.0,
     metrics: Sequence[str] = (),
     correction: Correction = "holm",
+    record: bool = False,
 ) -> Report:
     """`iolab compare A [B]`: B against A (selector text, docs/compare.md), or with B None
-    every value of `by` in run A against `baseline`.  Render it with `iolab.report.render`."""
+    every value of `by` in run A against `baseline`.  Render it with `iolab.report.render`.
+    The store is only read unless `record` (`--record`): KPI regressions into the registry."""
     from iolab.analysis.build import Options, by_report, pair_report
     from iolab.analysis.select import parse_selector
-    from iolab.store import open_store
+    from iolab.store import open_reader, open_store
 
     options = Options(alpha, margin_pct, tuple(metrics), correction)
     sel_a = parse_selector(a)
     sel_b = parse_selector(b) if b is not None else None
-    from iolab.history.registry import record_report
-
-    with open_store(db, must_exist=True) as store:
+    with open_reader(db) as reader:
         if sel_b is None:
-            report = by_report(store, sel_a, by, baseline, options)
+            report = by_report(reader, sel_a, by, baseline, options)
         else:
-            report = pair_report(store, sel_a, sel_b, options)
-        record_report(store, report, "compare", a, b)  # as `iolab compare` does
-        return report
+            report = pair_report(reader, sel_a, sel_b, options)
+    if record:
+        from iolab.history.registry import record_report
+
+        with open_store(db, must_exist=True) as store:
+            record_report(store, report, "compare", a, b)  # as `iolab compare --record`
+    return report
 
 
 def history(

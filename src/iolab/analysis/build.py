@@ -35,7 +35,7 @@ from iolab.stats.comparison import compare
 from iolab.stats.histogram import HistogramInput
 from iolab.stats.hosts import HostStrata
 from iolab.stats.types import Correction, MetricComparison, MetricInput, SequentialState
-from iolab.store.store import Store
+from iolab.store.reader import StoreReader
 
 LATENCY_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 DEFAULT_CORRECTION: Correction = "holm"
@@ -52,7 +52,7 @@ class Options:
 # ----------------------------------------------------------------------------- entry points
 
 
-def pair_report(store: Store, a: Selector, b: Selector, options: Options) -> Report:
+def pair_report(store: StoreReader, a: Selector, b: Selector, options: Options) -> Report:
     """`iolab compare A B`."""
     samples_a, samples_b = resolve(store, a), resolve(store, b)
     runs = _runs(store, [*samples_a, *samples_b])
@@ -101,7 +101,7 @@ def pair_report(store: Store, a: Selector, b: Selector, options: Options) -> Rep
 
 
 def by_report(
-    store: Store, sel: Selector, by: str, baseline: str | None, options: Options
+    store: StoreReader, sel: Selector, by: str, baseline: str | None, options: Options
 ) -> Report:
     """`iolab compare RUN [--by DIM] [--baseline VALUE]`: each value of DIM against the
     baseline value in every other cell of the run."""
@@ -232,7 +232,7 @@ def _sequential_metric(m: MetricComparison, s: SequentialState) -> MetricCompari
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _runs(store: Store, samples: Sequence[Sample]) -> dict[int, RunInfo]:
+def _runs(store: StoreReader, samples: Sequence[Sample]) -> dict[int, RunInfo]:
     return {rid: store.run(rid) for rid in dict.fromkeys(s.run_id for s in samples)}
 
 
@@ -277,18 +277,21 @@ def _wanted(name: str, globs: Sequence[str]) -> bool:
     return not globs or any(fnmatch.fnmatchcase(name, g) for g in globs)
 
 
-def _values(
-    samples: Sequence[Sample], name: str, paired: bool
-) -> tuple[list[float], list[str | int] | None]:
-    vals: list[float] = []
-    blocks: list[str | int] = []
+def _columns(
+    samples: Sequence[Sample], paired: bool
+) -> dict[str, tuple[list[float], list[str | int] | None]]:
+    """Every metric's finite values, in sample order, with their block ids when paired (-1
+    for a sample without one) — one pass over the samples for the whole table."""
+    vals: dict[str, list[float]] = {}
+    blocks: dict[str, list[str | int]] = {}
     for s in samples:
-        v = s.metrics.get(name)
-        if v is None or not math.isfinite(v):
-            continue
-        vals.append(float(v))
-        blocks.append(s.block if s.block is not None else -1)
-    return vals, (blocks if paired else None)
+        block = s.block if s.block is not None else -1
+        for name, v in s.metrics.items():
+            if v is None or not math.isfinite(v):
+                continue
+            vals.setdefault(name, []).append(float(v))
+            blocks.setdefault(name, []).append(block)
+    return {name: (v, blocks[name] if paired else None) for name, v in vals.items()}
 
 
 def _is_latency(name: str) -> bool:
@@ -311,13 +314,14 @@ def _group(
     kpis = kpis_of(involved, names_a, names_b)
     inputs: list[MetricInput] = []
     identical = 0
+    columns_a, columns_b = _columns(samples_a, paired), _columns(samples_b, paired)
     for name in sorted(names_a & names_b, key=lambda n: (n not in kpis, n)):
         if not _wanted(name, options.metrics):
             continue
-        a, blocks_a = _values(samples_a, name, paired)
-        b, blocks_b = _values(samples_b, name, paired)
-        if not a or not b:
-            continue
+        if name not in columns_a or name not in columns_b:
+            continue  # no finite value on one side
+        a, blocks_a = columns_a[name]
+        b, blocks_b = columns_b[name]
         if name not in kpis and len({*a, *b}) == 1:
             identical += 1  # the same constant on both sides: no information
             continue

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from iolab.errors import SelectorError, StoreError
 from iolab.model.sample import Sample
-from iolab.store.store import Store
+from iolab.store.reader import StoreReader
 
 _KEY = re.compile(r"^[A-Za-z_][\w.:-]*$")
 _RUN_VARIANT = re.compile(r"^(\d+):(.+)$")
@@ -196,7 +196,7 @@ def parse_selector(text: str) -> Selector:
 
 
 def resolve(
-    store: Store,
+    store: StoreReader,
     selector: Selector,
     *,
     histograms: bool = True,
@@ -237,7 +237,7 @@ def resolve(
     return samples
 
 
-def _hint(store: Store, selector: Selector) -> str:
+def _hint(store: StoreReader, selector: Selector) -> str:
     """What the store holds near the selector, so the user can correct it."""
     if selector.run_id is not None:
         info = store.run(selector.run_id)

@@ -31,6 +31,7 @@ from iolab.model.bisect import Measure, Outcome
 from iolab.model.metrics import Direction, metric_info
 from iolab.model.sample import Sample
 from iolab.plan import confine
+from iolab.plan.fiojob import apply_overrides
 from iolab.plan.model import Case, Plan, WorkloadSpec
 from iolab.plan.placeholders import fill_commit, substitute
 from iolab.runs import lifecycle
@@ -334,12 +335,15 @@ def bind(case: Case, src: Path, sha: str) -> Case:
                 text = substitute(path.read_text(), case.vars)
             except OSError as e:
                 raise LabError(f"cannot read the job file {path}: {e.strerror}") from None
+            # the plan's `fio:` overrides, as plan loading applies them to a job file it reads
+            text = apply_overrides(text, dict(spec.fio_overrides))
             problem = confine.fio_problem(text, ())  # read only now: confined only now
             if problem:
                 raise RefusedError(f"{path}: refusing: the fio job leaves the sample: {problem}")
         return replace(
             spec,
             fio_file=None,
+            fio_overrides=(),
             fio_text=None if text is None else fill_commit(text, str(src), sha),
             argv=tuple(fill_commit(a, str(src), sha) for a in spec.argv),
         )

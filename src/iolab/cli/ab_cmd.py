@@ -4,6 +4,7 @@ stdout."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -29,6 +30,7 @@ from iolab.cli.progress import AbReporter
 from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import EXIT_INTERRUPTED
 from iolab.plan import load_plan
+from iolab.report import ci_exit_code
 from iolab.store import open_store
 
 # options that define a run's test: a resumed run keeps its own
@@ -95,6 +97,13 @@ _RUN_OPTIONS = {
     help="Format of the final report.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Every secondary metric in the report.")
+@click.option(
+    "--html",
+    "html_path",
+    default=None,
+    metavar="FILE",
+    help="Also write the HTML report (every sample plotted, the confidence sequence) to FILE.",
+)
 @ci_option
 @fleet_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
@@ -114,6 +123,7 @@ def command(
     destroy_data: bool,
     format_name: str,
     show_all: bool,
+    html_path: str | None,
     ci: bool,
     fleet: str | None,
     hosts: int,
@@ -189,4 +199,62 @@ def command(
             err=True,
         )
         sys.exit(EXIT_INTERRUPTED)
-    emit(result.report, format_name, show_all, ci)
+    if html_path is not None:
+        _write_html(ctx, run_id, setup.settings.alpha, setup.settings.margin_pct, html_path)
+    emit(result.report, format_name, show_all, False)
+    if format_name == "brief":
+        states = [s for group in result.states.values() for s in group]
+        blocks = max((s.n_blocks for s in states), default=0)
+        needed = max((s.runs_needed or 0 for s in states if s.verdict == "inconclusive"), default=0)
+        wanted = blocks + needed if needed else max(2 * blocks, blocks + 10)
+        _next_steps(ctx, run_id, plan_path if plan.profile else None, html_path, wanted)
+    elif html_path is not None:
+        click.echo(f"HTML report: {html_path}", err=True)
+    if ci and (code := ci_exit_code(result.report)):
+        sys.exit(code)
+
+
+def _write_html(ctx: click.Context, run_id: int, alpha: float, margin: float, path: str) -> None:
+    """`iolab report RUN --html PATH` of the run just finished (its sequential verdicts)."""
+    from iolab.analysis.build import Options
+    from iolab.analysis.select import parse_selector
+    from iolab.publish import gather
+    from iolab.publish.files import write_atomically
+    from iolab.report import html
+    from iolab.store import open_reader
+
+    with open_reader(store_location(ctx)) as store:
+        page = gather.by_html(
+            store,
+            parse_selector(f"run:{run_id}"),
+            "variant",
+            None,
+            Options(alpha, margin),
+            sequential=True,
+        )
+    write_atomically(path, html.render(page))
+
+
+def _next_steps(
+    ctx: click.Context, run_id: int, plan_path: str | None, html_path: str | None, wanted: int
+) -> None:
+    """After the brief answer: where the report is and three commands to go further (on
+    stderr, so that stdout stays the report)."""
+    where = store_location(ctx)
+    db = f"--db {shlex.quote(where.text)} " if where.named and where.text else ""
+    steps = [
+        (f"iolab {db}compare {run_id} --all", "every metric measured, fixed-n analysis"),
+        (
+            f"iolab {db}ab --resume {run_id} --max-blocks {wanted}",
+            "more blocks: a verdict, or a narrower interval",
+        ),
+    ]
+    if plan_path is not None:
+        steps.append((f"iolab {db}ab {shlex.quote(plan_path)}", "the plan's full profile"))
+    else:
+        steps.append((f"iolab {db}results --run {run_id}", "every sample with its provenance"))
+    lines = [f"HTML report: {html_path}"] if html_path is not None else []
+    lines.append("next:")
+    width = max(len(cmd) for cmd, _ in steps)
+    lines += [f"  {cmd:<{width}}  # {why}" for cmd, why in steps]
+    click.echo("\n".join(lines), err=True)

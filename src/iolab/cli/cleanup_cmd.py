@@ -11,8 +11,9 @@ from iolab.lab.journal import cleanup_leftover, journal_dir, leftovers
 @click.command("cleanup")
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would be undone; change nothing.")
 def command(dry_run: bool) -> None:
-    """Undo the changes (mounts, loop devices, images, sysctls, queue settings, trace
-    instances) of iolab processes that died without restoring the machine (kill -9, crash).
+    """Undo the changes (mounts, loop devices, images, md arrays, dm maps, null_blk devices,
+    sysctls, queue settings, trace instances) of iolab processes that died without restoring
+    the machine (kill -9, crash); only what their journals say iolab made.
     Journals of processes still running are left alone."""
     found = leftovers()
     dead = [left for left in found if not left.owner_alive]

@@ -1,4 +1,7 @@
-"""`iolab compare A [B]`: B against A for every metric both sides hold (docs/compare.md)."""
+"""`iolab compare A [B]`: B against A for every metric both sides hold (docs/compare.md).
+
+A query: the store is only read (a store on a read-only mount works), unless `--record`
+asks for KPI regressions to be entered in the regression registry (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -17,11 +20,10 @@ from iolab.cli.options import (
     table_alpha_option,
 )
 from iolab.cli.render import FORMAT_NAMES, emit
-from iolab.errors import IolabError
-from iolab.history.registry import record_report
-from iolab.publish import gather
-from iolab.report import ci_exit_code, html
-from iolab.store import open_store
+from iolab.errors import IolabError, StoreError
+from iolab.report import ci_exit_code
+from iolab.report.model import Report
+from iolab.store import open_reader
 
 
 @click.command("compare")
@@ -65,6 +67,12 @@ from iolab.store import open_store
     help="Show every secondary metric and histogram, not only the changed ones.",
 )
 @ci_option
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Also enter each KPI regression in the store's regression registry "
+    "(`iolab regressions`); without it compare only reads the store.",
+)
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -79,6 +87,7 @@ def command(
     correction: str,
     show_all: bool,
     ci: bool,
+    record: bool,
 ) -> None:
     """Compare B against A (selectors: run:ID, ID:VARIANT, label:NAME, tag:K=V, K=V; see
     docs/compare.md).  With only A naming a run: each variant against the baseline."""
@@ -93,21 +102,40 @@ def command(
     )
     sel_a = parse_selector(a)
     sel_b = parse_selector(b) if b is not None else None
+    location = store_location(ctx)
     if format_name == "html":
-        with open_store(store_location(ctx), must_exist=True) as store:
+        from iolab.publish import gather
+        from iolab.report import html
+
+        with open_reader(location) as store:
             if sel_b is None:
                 page = gather.by_html(store, sel_a, by or "variant", baseline, options)
             else:
                 page = gather.pair_html(store, sel_a, sel_b, options)
-            record_report(store, page.report, "compare", a, b)  # as for every format
+        if record:
+            _record(ctx, page.report, a, b)
         click.echo(html.render(page, show_all=show_all), nl=False)
         if ci and (code := ci_exit_code(page.report)):
             sys.exit(code)
         return
-    with open_store(store_location(ctx), must_exist=True) as store:
+    with open_reader(location) as store:
         if sel_b is None:
             report = by_report(store, sel_a, by or "variant", baseline, options)
         else:
             report = pair_report(store, sel_a, sel_b, options)
-        record_report(store, report, "compare", a, b)  # KPI regressions → the registry
+    if record:
+        _record(ctx, report, a, b)
     emit(report, format_name, show_all, ci)
+
+
+def _record(ctx: click.Context, report: Report, a: str, b: str | None) -> None:
+    """KPI regressions → the registry; a store that cannot be written is one line on
+    stderr (the comparison is still printed, and --ci still decides the exit status)."""
+    from iolab.history.registry import record_report
+    from iolab.store import open_store
+
+    try:
+        with open_store(store_location(ctx), must_exist=True) as store:
+            record_report(store, report, "compare", a, b)
+    except StoreError as exc:
+        click.echo(f"iolab: not recorded in the regression registry: {exc}", err=True)

@@ -57,8 +57,11 @@ def build(kernels: str | None) -> None:
 @click.option("--kernel", "kernel", default=None, metavar="RELEASE", help="Kernel to boot.")
 @click.option("--file", "files", multiple=True, metavar="FILE", help="Beside the script.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Seconds.")
+@click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
 @click.argument("script", type=click.Path(dir_okay=False, allow_dash=True))
-def run(kernel: str | None, files: tuple[str, ...], timeout_s: float, script: str) -> None:
+def run(
+    kernel: str | None, files: tuple[str, ...], timeout_s: float, memory_mib: int, script: str
+) -> None:
     """Boot a throw-away guest, run SCRIPT (bash) in it as root, print its output and exit
     with its status.  --file FILEs are in /run/iolab-cmd beside it."""
     from iolab.guest import image, recipe
@@ -67,7 +70,9 @@ def run(kernel: str | None, files: tuple[str, ...], timeout_s: float, script: st
     text = click.open_file(script).read()
     release = kernel or recipe.DEFAULT_KERNELS[-1]
     img = image.ensure(recipe.recipe_for((release,)), _log)
-    result = guest_run.run_script(img, release, text, files=_files(files), timeout_s=timeout_s)
+    result = guest_run.run_script(
+        img, release, text, files=_files(files), timeout_s=timeout_s, memory_mib=memory_mib
+    )
     for boot in result.boots:
         _log(f"guest: boot {boot.release} {boot.boot_id}")
         sys.stdout.write(boot.output)

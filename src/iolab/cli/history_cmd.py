@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from iolab.cli.options import store_location, text_format_option
+from iolab.errors import StoreError
 from iolab.history.service import history
 from iolab.report.history import render_history
-from iolab.store import open_store
+from iolab.store import Store, open_store
 
 
 @click.command("history")
@@ -45,6 +46,23 @@ def command(
 ) -> None:
     """One series per metric and case, change points, and registry entries for KPI
     regressions."""
-    with open_store(store_location(ctx), must_exist=True) as store:
-        result = history(store, selector, metrics, by, order)
+    store, record = _opened(ctx)
+    with store:
+        result = history(store, selector, metrics, by, order, record=record)
     click.echo(render_history(result, format_name), nl=False)
+
+
+def _opened(ctx: click.Context) -> tuple[Store, bool]:
+    """The store, and whether regressions can be recorded in it: a store that can only be
+    read (a read-only mount) still gets its history, with one line saying nothing was
+    recorded."""
+    location = store_location(ctx)
+    try:
+        return open_store(location, must_exist=True), True
+    except StoreError as exc:
+        try:
+            store = open_store(location, read_only=True)
+        except StoreError:
+            raise exc from None
+        click.echo(f"iolab: not recorded in the regression registry: {exc}", err=True)
+        return store, False

@@ -4,8 +4,6 @@ Rendering only; the services call these through the reporter protocols of the la
 
 from __future__ import annotations
 
-import math
-
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -20,8 +18,7 @@ from iolab.ab.contrasts import Contrast
 from iolab.model.metrics import metric_info
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
-from iolab.report.fmt import ci, pct
-from iolab.stats.sequential import INTERVAL_EDGE_LOG
+from iolab.report.fmt import pct, sequence_ci
 from iolab.stats.types import SequentialState
 from iolab.textsafe import shown_markup
 
@@ -132,13 +129,7 @@ class AbReporter:
 def interval_text(state: SequentialState) -> str:
     """The confidence sequence, with a side that still sits at the searched range's edge
     shown as unbounded ("≤ -50.3%") rather than as if it had been measured."""
-    lo, hi = state.ci_low_pct, state.ci_high_pct
-    if lo is None or hi is None:
-        return ci(lo, hi)
-    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
-    low = f"≤{pct(lo)}" if lo <= edge_lo + 1e-9 else pct(lo)
-    high = f"≥{pct(hi)}" if hi >= edge_hi - 1e-9 else pct(hi)
-    return f"[{low}, {high}]"
+    return sequence_ci(state.ci_low_pct, state.ci_high_pct)
 
 
 def progress_line(block: int, contrast: Contrast, state: SequentialState) -> str:

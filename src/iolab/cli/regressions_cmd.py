@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from iolab.cli.options import store_location, text_format_option
+from iolab.cli.options import store_location
 from iolab.history.service import mark, regressions
 from iolab.model.regression import STATUSES
-from iolab.report.history import render_regressions
+from iolab.report.history import regzbot_lines, render_regressions
 from iolab.store import open_store
+from iolab.textsafe import shown
 
 
 @click.group("regressions", invoke_without_command=True)
@@ -19,7 +20,15 @@ from iolab.store import open_store
     type=click.Choice(list(STATUSES)),
     help="Only entries with this status (repeatable).",
 )
-@text_format_option
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(["table", "json", "markdown", "regzbot"]),
+    default="table",
+    show_default=True,
+    help="table for the terminal, markdown for a mail or an issue, regzbot for regzbot's "
+    "lines (#regzbot introduced/title/link), json for scripts.",
+)
 @click.pass_context
 def command(ctx: click.Context, status: tuple[str, ...], format_name: str) -> None:
     """The regression registry: every entry with its status, size and log."""
@@ -48,3 +57,33 @@ def mark_command(
     with open_store(store_location(ctx), must_exist=True) as store:
         entry = mark(store, regression_id, status, note, evidence)
     click.echo(f"regression {entry.id}: {entry.status}")
+
+
+@command.command("import")
+@click.argument("mail", metavar="MAIL")
+@click.pass_context
+def import_command(ctx: click.Context, mail: str) -> None:
+    """Open an entry per headline of a 0-day/LKP robot mail (`-` is standard input).
+
+    Entries are keyed by (commit, metric, parameters): importing the same mail again, or a
+    reply quoting it, opens none; a new link to the same report is added to the entry."""
+    from iolab.history.report_import import import_report
+
+    with open_store(store_location(ctx)) as store:
+        outcome = import_report(store, mail)
+        found = regressions(store)
+    by_id = {r.id: r for r in found}
+    for item in outcome.entries:
+        h = item.headline
+        what = "opened" if item.created else ("updated" if item.updated else "already known")
+        click.echo(
+            f"regression {item.regression_id} {what}: {shown(h.metric)} {h.change_pct:+.1f}% "
+            f"({shown(h.testcase or '-')})"
+        )
+        click.echo(regzbot_lines(by_id[item.regression_id]), nl=False)
+    for h in outcome.skipped:
+        click.echo(
+            f"skipped: {shown(h.metric)} {h.change_pct:+.1f}% is an {h.direction}"
+            if h.direction == "improvement"
+            else f"skipped: {shown(h.metric)} {h.change_pct:+.1f}% (no direction stated)"
+        )

@@ -17,7 +17,7 @@ from iolab.errors import IolabError
 from iolab.publish import gather
 from iolab.publish.files import write_atomically
 from iolab.report import html
-from iolab.store import open_store
+from iolab.store import open_reader
 
 
 @click.command("report")
@@ -58,16 +58,13 @@ def command(
         raise IolabError("--by/--baseline compare within one run: give one selector, not two")
     options = Options(alpha, margin, metrics, "bh" if correction == "bh" else "holm")
     parsed = [parse_selector(s) for s in selectors]
-    store = open_store(store_location(ctx), must_exist=True)
-    try:
+    with open_reader(store_location(ctx)) as store:  # a query: the store is only read
         if len(parsed) == 2:
             page = gather.pair_html(store, parsed[0], parsed[1], options)
         else:
             page = gather.by_html(
                 store, parsed[0], by or "variant", baseline, options, sequential=True
             )
-    finally:
-        store.close()
     text = html.render(page, show_all=show_all)
     if html_path == "-":
         click.echo(text, nl=False)

@@ -22,7 +22,14 @@ def run(
     """Run a short system command; with `check`, a failure is a LabError naming it."""
     require(argv[0])
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,  # nothing the lab runs may stop to ask a question
+        )
     except subprocess.TimeoutExpired:
         raise LabError(f"{' '.join(argv)}: no answer after {timeout:.0f} s") from None
     if check and proc.returncode != 0:

@@ -18,6 +18,12 @@ undo it without knowing who made the change:
     killpg  pgid, start      SIGKILL the process group `pgid` whose leader started at `start`
                              (clock ticks since boot, /proc/PID/stat field 22); members that
                              started earlier are not touched, so a reused id is left alone
+    mdstop  uuid, label, members  stop the md array(s) carrying `uuid` (iolab chose it) and
+                             wipe the listed members' superblocks of that array (iolab.lab.md)
+    dmremove name, uuid      remove dm map `name` if it carries `uuid` (iolab.lab.multipath)
+    dmmessage name, uuid, message  send `message` to map `name` if it carries `uuid`
+    nullb   path             power off and remove an `iolab-*` null_blk configfs directory
+    rmmod   module           unload a module iolab loaded, if nothing uses it any more
 
 Undo actions are idempotent: undoing a change that was never made (the process died between
 the journal line and the change) does nothing harmful.
@@ -174,6 +180,38 @@ def _undo_release(args: dict[str, str]) -> None:
     settings.release(args["key"], int(args["pid"]), start)
 
 
+def _undo_mdstop(args: dict[str, str]) -> None:
+    from iolab.lab import md
+
+    md.undo_mdstop(args)
+
+
+def _undo_dmremove(args: dict[str, str]) -> None:
+    from iolab.lab import multipath
+
+    multipath.undo_dmremove(args)
+
+
+def _undo_dmmessage(args: dict[str, str]) -> None:
+    from iolab.lab import multipath
+
+    multipath.undo_dmmessage(args)
+
+
+def _undo_nullb(args: dict[str, str]) -> None:
+    from iolab.lab import nullblk
+
+    nullblk.undo_nullb(args)
+
+
+def _undo_rmmod(args: dict[str, str]) -> None:
+    from iolab.lab import modules, nullblk
+
+    if args["module"] == "null_blk" and nullblk.ours_exist():
+        return  # somebody's null_blk devices are configured: the module stays
+    modules.unload_if_unused(args["module"])
+
+
 UNDO_ACTIONS: dict[str, UndoAction] = {
     "write": _undo_write,
     "umount": _undo_umount,
@@ -183,6 +221,11 @@ UNDO_ACTIONS: dict[str, UndoAction] = {
     "loop": _undo_loop,
     "killpg": _undo_killpg,
     "release": _undo_release,
+    "mdstop": _undo_mdstop,
+    "dmremove": _undo_dmremove,
+    "dmmessage": _undo_dmmessage,
+    "nullb": _undo_nullb,
+    "rmmod": _undo_rmmod,
 }
 
 

@@ -142,6 +142,11 @@ def apply(
     and apply to every target device.
     """
     settings.take(journal, sysctl_wants(sysctls))
+    apply_queue(journal, queue, devices)
+
+
+def apply_queue(journal: Journal, queue: dict[str, str], devices: list[str]) -> None:
+    """Queue settings on `devices` (the top devices, or a stack's members), journaled."""
     for name in sorted(queue, key=_queue_order):
         value = str(queue[name])
         for device in devices:
@@ -172,4 +177,39 @@ def in_force(sysctls: dict[str, str], queue: dict[str, str], devices: list[str])
             value = read_setting(queue_path(device, name))
             if value is not None:
                 out[f"{device}.queue.{name}"] = value
+    return out
+
+
+def md_path(array: str, name: str) -> Path:
+    return SYS_BLOCK / array / "md" / name
+
+
+def apply_md(journal: Journal, values: dict[str, str], arrays: list[str]) -> None:
+    """md attributes (/sys/block/mdX/md/NAME) of iolab's own arrays, journaled.
+
+    `sync_speed_max`/`_min` read `200000 (system)` while they follow the system-wide limit;
+    the undo then writes `system`, which is how md is told to follow it again."""
+    for array in arrays:
+        for name in sorted(values):
+            path = md_path(array, name)
+            old = read_setting(path)
+            if old is None:
+                raise LabError(f"md/{name}: no such setting on {array}")
+            value = str(values[name])
+            if old == value:
+                continue
+            journal.record("write", path=str(path), value="system" if "(system)" in old else old)
+            _write(path, value, f"md/{name} on {array}")
+
+
+def md_in_force(arrays: list[str]) -> dict[str, str]:
+    """The md attributes that shape a measurement, for provenance."""
+    out: dict[str, str] = {}
+    names = ("stripe_cache_size", "group_thread_cnt", "sync_speed_max", "sync_speed_min",
+             "chunk_size", "level", "raid_disks", "array_state", "sync_action")  # fmt: skip
+    for array in arrays:
+        for name in names:
+            value = read_setting(md_path(array, name))
+            if value is not None:
+                out[f"{array}.md.{name}"] = value
     return out

@@ -30,7 +30,18 @@ from types import FrameType
 from typing import Any, Protocol
 
 from iolab.errors import IolabError, LabError, PlanError, RefusedError
-from iolab.lab import commands, devargs, filesystem, kmsg, knobs, provenance, target, workload
+from iolab.lab import (
+    commands,
+    devargs,
+    evidence,
+    filesystem,
+    kmsg,
+    knobs,
+    provenance,
+    stack,
+    target,
+    workload,
+)
 from iolab.lab.journal import Journal
 from iolab.model.sample import Sample, cell_key
 from iolab.model.sample import case_key as model_case_key
@@ -116,6 +127,8 @@ class _Prepared:
     workdir: Path
     mounts: list[filesystem.Mounted]
     warnings: list[str] = field(default_factory=list)
+    made: target.Target | None = None  # the target (a stack's members, arrays, maps)
+    evidence: dict[str, Any] = field(default_factory=dict)  # a stack's watch, for provenance
 
     @property
     def names(self) -> list[str]:
@@ -188,6 +201,9 @@ class LabSession:
     def _target(self, spec: TargetSpec) -> _TargetState:
         state = self._targets.get(spec)
         if state is None:
+            first = sum(
+                len(s.target.devices) + len(s.target.members) for s in self._targets.values()
+            )
             if spec.kind == "loop":
                 made = target.create_loop_images(
                     self._journal(),
@@ -196,7 +212,11 @@ class LabSession:
                     spec.size_bytes,
                     spec.backing,
                     Path(spec.directory) if spec.directory else None,
-                    first=sum(len(s.target.devices) for s in self._targets.values()),
+                    first=first,
+                )
+            elif spec.kind in ("md", "multipath", "null_blk"):
+                made = stack.build(
+                    self._journal(), spec, self.run_id, first, destroy_data=self.destroy_data
                 )
             else:
                 made = target.designated(list(spec.devices), destroy_data=self.destroy_data)
@@ -306,8 +326,11 @@ class LabSession:
                 mounts.append(filesystem.mount(journal, dev.path, point, fs.type, fs.mount_options))
         else:
             state.filesystem = None  # a raw workload overwrites whatever was there
-        prepared = _Prepared(devices, workdir, mounts)
+        prepared = _Prepared(devices, workdir, mounts, made=state.target)
         knobs.apply(journal, dict(case.sysctls), dict(case.queue), prepared.names)
+        members = state.target.member_names or prepared.names  # jbod: the devices themselves
+        knobs.apply_queue(journal, dict(case.member_queue), members)
+        knobs.apply_md(journal, dict(case.md), state.target.arrays)
         prep = case.prepare
         if prep.fstrim:
             for m in mounts:
@@ -354,20 +377,49 @@ class LabSession:
             profile=self.plan.profile,
             seed=self.seed,
             cpus=case.cpus,
-            extra={"case": case.key, "vars": dict(case.vars)},
+            extra={
+                "case": case.key,
+                "vars": dict(case.vars),
+                **(
+                    {"stack": stacked}
+                    if (stacked := self._stack_provenance(case, prepared))
+                    else {}
+                ),
+            },
         )
+
+    def _stack_provenance(self, case: Case, prepared: _Prepared) -> dict[str, Any] | None:
+        """How a stack was built and its settings in force (md attributes, member queues)."""
+        made = prepared.made
+        if made is None or not made.stack:
+            return None
+        members = made.member_names
+        out: dict[str, Any] = dict(made.stack)
+        if members:  # the members' queues in force, set by the plan or not (no sysctls)
+            shown = knobs.in_force({}, dict(case.member_queue), members)
+            out["member_queue"] = {k: v for k, v in shown.items() if k.startswith(tuple(members))}
+        if made.arrays:
+            out["md_in_force"] = knobs.md_in_force(made.arrays)
+        return out
 
     def _run_workload(
         self, case: Case, prepared: _Prepared
     ) -> tuple[workload.Execution, list[tuple[str, Reading]]]:
-        """The measured workload with the case's monitors around it."""
+        """The measured workload with the case's monitors (and a stack's watch) around it."""
+        made = prepared.made
         ctx = MonitorContext(
             devices=prepared.names,
             mountpoint=prepared.mounts[0].mountpoint if prepared.mounts else None,
             fstype=case.filesystem.type if case.filesystem else None,
             journal=self._journal(),
             workdir=prepared.workdir,
+            members=made.member_names if made else [],
+            labels=evidence.role_labels(made) if made else {},
         )
+        watch = None
+        if made is not None and (made.arrays or made.maps):
+            watch = evidence.StackWatch(made, case.target, self._journal())
+            watch.start()
         monitors = self._start_monitors(case, ctx, prepared.warnings)
         try:
             measured = workload.execute(
@@ -379,6 +431,14 @@ class LabSession:
             )
         finally:
             readings = self._stop_monitors(monitors, ctx, prepared.warnings)
+            if watch is not None:
+                watch.stop()
+                for layer in ("md", "dm"):  # metric names md.* and dm.* as they are
+                    ours = {k: v for k, v in watch.metrics.items() if k.startswith(layer + ".")}
+                    if ours:
+                        readings.append((layer, Reading(metrics=ours)))
+                prepared.warnings.extend(watch.warnings)
+                prepared.evidence = watch.provenance
         return measured, readings
 
     def _collect(
@@ -394,6 +454,8 @@ class LabSession:
         the reason (and the kernel's last complaint about our devices)."""
         if prepared.warnings:
             sample.provenance["warnings"] = prepared.warnings
+        if prepared.evidence:
+            sample.provenance["stack_evidence"] = prepared.evidence
         if not measured.ok or measured.result is None:
             reason = measured.failure or "no result"
             kernel = [
@@ -507,8 +569,11 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
     """Refuse before any change (and before a run is created): designated devices that fail
     the safety rules, options that name other block devices, tools that are missing, loop
     images that would not fit."""
-    for spec in {case.target for case in plan.cases}:
-        if spec.kind == "device":
+    specs = {case.target for case in plan.cases}
+    for spec in sorted(specs, key=lambda sp: sp.kind):
+        stack.check_support(spec)  # md / dm-multipath / null_blk: the kernel has them?
+    for spec in specs:
+        if spec.kind == "device" or (spec.kind == "md" and spec.devices):
             target.designated(list(spec.devices), destroy_data=destroy_data)
     for case in plan.cases:
         own = list(case.target.devices)  # loop targets: none of theirs exists yet
@@ -518,6 +583,8 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
                 check_workload_devices(step, own, WORK_ROOT)
     target.check_space(plan_loop_needs(plan))
     tools = {"losetup"} if any(c.target.kind == "loop" for c in plan.cases) else set()
+    for spec in specs:
+        tools |= stack.tools(spec)
     for case in plan.cases:
         if case.filesystem is not None:
             tools.add(filesystem.MKFS[case.filesystem.type][0])
@@ -539,5 +606,12 @@ def preflight(plan: Plan, *, destroy_data: bool = False) -> None:
 
 def plan_loop_needs(plan: Plan) -> list[tuple[TargetSpec, int]]:
     """(loop target, bytes its images take at most) for each distinct loop target."""
-    specs = {case.target for case in plan.cases if case.target.kind == "loop"}
-    return [(spec, spec.count * spec.size_bytes) for spec in specs]
+    out = []
+    for spec in {case.target for case in plan.cases}:
+        if spec.kind == "loop":
+            out.append((spec, spec.count * spec.size_bytes))
+        elif spec.kind == "md" and not spec.devices:
+            out.append((spec, spec.members * spec.size_bytes))  # one image per member
+        elif spec.kind == "multipath":
+            out.append((spec, spec.size_bytes))  # one image, N loop devices over it
+    return out

@@ -7,7 +7,9 @@ is written, the device must be a block device that
   not used as swap — checked in /proc/self/mountinfo (by device number, which also catches
   bind mounts), /proc/mounts (by path), /proc/swaps, the sysfs holders tree and `lsblk -J`;
 * is not the disk (or partition) holding / or /boot;
-* can be opened exclusively (the kernel says no when anything holds it);
+* is not held by another block device (a member of an md array, a path or table of a dm
+  map: its sysfs `holders`) and can be opened exclusively (the kernel says no when anything
+  holds it);
 * carries no filesystem, RAID or partition-table signature (`wipefs -n`, `blkid -p`) —
   unless the user said `--destroy-data`.
 
@@ -216,6 +218,13 @@ def check_device(device: str, *, destroy_data: bool = False) -> str:
         if swap_name in members:
             raise RefusedError(f"refusing {device}: {swap_name} is in use as swap")
 
+    holders = SYS_BLOCK / name / "holders"
+    held_by = sorted(h.name for h in holders.iterdir()) if holders.is_dir() else []
+    if held_by:
+        raise RefusedError(
+            f"refusing {device}: it is already in {', '.join(held_by)} "
+            "(a member of an md array or a path of a dm map)"
+        )
     try:
         fd = os.open(device, os.O_RDONLY | os.O_EXCL)
     except OSError as exc:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from iolab.errors import LabError
 from iolab.lab import commands, safety
@@ -30,12 +31,21 @@ class Device:
 
 @dataclass
 class Target:
-    devices: list[Device] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)  # the top devices: {dev0}, {dev1}, ..
     created: bool = False  # True for loop images iolab made (safe to format without asking)
+    # a stack (md, multipath): the devices under the top one, its members / paths
+    members: list[Device] = field(default_factory=list)
+    arrays: list[str] = field(default_factory=list)  # md arrays iolab made (kernel names)
+    maps: list[str] = field(default_factory=list)  # dm maps iolab made (dm names)
+    stack: dict[str, Any] = field(default_factory=dict)  # how it was built (provenance)
 
     @property
     def names(self) -> list[str]:
         return [d.name for d in self.devices]
+
+    @property
+    def member_names(self) -> list[str]:
+        return [d.name for d in self.members]
 
 
 def parse_size(text: str | int) -> int:
@@ -120,6 +130,43 @@ def create_loop_images(
         except OSError as exc:
             raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
         journal.record("loop", image=str(image))
+        device = _attach(image)
+        target.devices.append(Device(device, safety.kernel_name(device), str(image)))
+    return target
+
+
+def create_loop_paths(
+    journal: Journal,
+    run_id: int,
+    paths: int,
+    size: int,
+    backing: str = "ram",
+    directory: Path | None = None,
+    first: int = 0,
+) -> Target:
+    """One sparse image attached to `paths` loop devices: N request queues, one device's
+    data (the paths of a multipath map).  One `loop` entry detaches them all."""
+    commands.require("losetup")
+    spec = TargetSpec(
+        "loop",
+        1,
+        size,
+        "disk" if backing == "disk" else "ram",
+        str(directory) if directory else None,
+    )
+    check_space([(spec, size)])
+    image = image_path(backing, run_id, first, directory)
+    if image.exists():
+        raise LabError(f"{image} exists already: a killed run left it? run `iolab cleanup`")
+    journal.record("unlink", path=str(image))
+    try:
+        with open(image, "wb") as fh:
+            fh.truncate(size)
+    except OSError as exc:
+        raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
+    journal.record("loop", image=str(image))
+    target = Target(created=True)
+    for _ in range(paths):
         device = _attach(image)
         target.devices.append(Device(device, safety.kernel_name(device), str(image)))
     return target

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 Status = Literal["open", "confirmed", "fixed", "invalid", "duplicate"]
 STATUSES: tuple[Status, ...] = ("open", "confirmed", "fixed", "invalid", "duplicate")
-Origin = Literal["history", "compare", "ab", "bisect"]
+Origin = Literal["history", "compare", "ab", "bisect", "lkp"]  # lkp: a robot mail imported
 
 
 @dataclass(frozen=True)

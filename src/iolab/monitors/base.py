@@ -37,6 +37,10 @@ class MonitorContext:
     fstype: str | None  # "ext4", "xfs", "btrfs" or None
     journal: ChangeJournal
     workdir: Path  # a private scratch directory for this sample
+    # a stack's members / paths (md, multipath), and the names metrics give devices
+    # (kernel name -> "top", "member3", "path1"; a device not in it keeps its kernel name)
+    members: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -58,14 +58,16 @@ def derive(
     after: dict[str, dict[str, int]],
     devices: list[str],
     wall_s: float,
+    labels: dict[str, str] | None = None,
 ) -> Reading:
+    """Deltas of `devices`, each under its label (its kernel name when it has none)."""
     reading = Reading()
     for dev in devices:
         if dev not in before or dev not in after:
             reading.warnings.append(f"{dev} is not in {DISKSTATS}")
             continue
         b, a = before[dev], after[dev]
-        prefix = f"diskstats.{dev}."
+        prefix = f"diskstats.{(labels or {}).get(dev, dev)}."
         delta: dict[str, int] = {}
         for name, value in a.items():
             if name in GAUGES:
@@ -83,7 +85,7 @@ def derive(
 
 
 class DiskstatsMonitor:
-    """Counter deltas of the target's block devices."""
+    """Counter deltas of the target's block devices, and of a stack's members or paths."""
 
     name = "diskstats"
 
@@ -108,4 +110,4 @@ class DiskstatsMonitor:
         after = parse_diskstats(read_text(DISKSTATS))
         wall = time.monotonic() - self._t0
         before, self._before = self._before, None
-        return derive(before, after, ctx.devices, wall)
+        return derive(before, after, [*ctx.devices, *ctx.members], wall, ctx.labels)

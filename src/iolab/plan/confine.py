@@ -73,7 +73,7 @@ FIO_ENGINES = (
     "filedelete",
     "sg",
 )
-_PLACE = re.compile(r"\{(mnt\d*|workdir|src)\}")  # {src}: bisect's work tree of the commit
+_PLACE = re.compile(r"\{(mnt\d*|mnts|workdir|src)\}")  # {src}: bisect's work tree of the commit
 _DEVICE = re.compile(r"\{dev\d*\}")
 _FIO_VARS = ("$jobname", "$jobnum", "$filenum", "$clientuid")
 # Character devices that hold no data: a data source (dd if=/dev/zero) or a sink.
@@ -101,6 +101,8 @@ def path_problem(value: str, allowed: Sequence[str]) -> str | None:
     m = _PLACE.match(value)
     if m is not None:
         after = value[m.end() :]
+        if m.group(1) == "mnts" and after:
+            return "{mnts} is the list of mount points: use it alone (directory={mnts})"
         if after == "" or after.startswith("/"):
             return None
         return f"{{{m.group(1)}}} must be followed by / or nothing"

@@ -21,7 +21,7 @@ from typing import Literal
 
 from iolab.errors import PlanError
 from iolab.model.metrics import Direction, metric_info
-from iolab.plan import fiojob
+from iolab.plan import fiojob, stacks
 from iolab.plan.merge import CONFIG_KEYS, merge, normalise, path_override
 from iolab.plan.model import Case, Kpi, Plan, WorkloadSpec
 from iolab.plan.nodes import Node, did_you_mean, map_node, parse_yaml
@@ -74,6 +74,7 @@ DIMENSION_PATHS = {
     "fs": "filesystem.type",
     "scheduler": "knobs.queue.scheduler",
     "kernel": "kernel",
+    "raid": "target.raid",
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _DIM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -185,6 +186,13 @@ class _Builder:
         entries = top.items()
         variants = self._variants(entries)
         dims = self._matrix(entries)
+        only = {name: self._only(body, dims) for name, body in variants.items()}
+        baseline = self._baseline(entries, variants)
+        if baseline is not None and only.get(baseline):
+            variants[baseline].items()["only"].fail(
+                f"{baseline!r} is the baseline: it runs in every cell (give only: to the others)",
+                at_key=True,
+            )
         base = map_node({k: v for k, v in entries.items() if k in CONFIG_KEYS}, top)
         cases: list[Case] = []
         used: set[str] = set()
@@ -196,6 +204,11 @@ class _Builder:
             cell = dict(zip((d.name for d in dims), cell_values, strict=True))
             pairs: list[tuple[str | None, Node | None]] = list(variants.items()) or [(None, None)]
             for variant, override in pairs:
+                if variant is not None and not _in_cells(only.get(variant), cell):
+                    continue
+                if override is not None and override.is_map and "only" in override.items():
+                    kept = {k: v for k, v in override.items().items() if k != "only"}
+                    override = map_node(kept, override)
                 config = base
                 if override is not None and override.value is not None:
                     config = merge(base, override)
@@ -226,7 +239,7 @@ class _Builder:
             on_failure=self._on_failure(entries),
             seed=self._seed(entries),
             variants=tuple(variants),
-            baseline=self._baseline(entries, variants),
+            baseline=baseline,
             matrix={d.name: tuple(str(v.value) for v in d.values) for d in dims},
             reboot=self._reboot(entries),
             requires=read_requires(present(self.root.items(), "requires")),
@@ -313,8 +326,37 @@ class _Builder:
                             f"{key!r} applies to the whole plan, not to a variant", at_key=True
                         )
             if body.value is not None:
-                check_keys(body, CONFIG_KEYS, "a mapping of settings to override (or {})")
+                check_keys(
+                    body, (*CONFIG_KEYS, "only"), "a mapping of settings to override (or {})"
+                )
         return dict(node.items())
+
+    def _only(self, body: Node, dims: list[_Dimension]) -> dict[str, tuple[str, ...]]:
+        """A variant's `only: {dim: [values]}`: the matrix cells it runs in (default: all)."""
+        node = present(body.items(), "only") if body.is_map else None
+        if node is None:
+            return {}
+        if not node.is_map or not node.items():
+            node.fail(f"must map matrix dimensions to values, got {node.describe()}")
+        by_name = {d.name: d for d in dims}
+        out: dict[str, tuple[str, ...]] = {}
+        for name, values_node in node.items().items():
+            dim = by_name.get(name)
+            if dim is None:
+                values_node.fail(
+                    f"no matrix dimension {name!r}{did_you_mean(name, list(by_name))}",
+                    at_key=True,
+                )
+            known = [str(v.value) for v in dim.values]
+            items = values_node.elements() if values_node.is_list else [values_node]
+            chosen = []
+            for item in items:
+                if not item.is_scalar or str(item.value) not in known:
+                    item.fail(f"must be one of {name}'s values ({', '.join(known)}), "
+                              f"got {item.describe()}")  # fmt: skip
+                chosen.append(str(item.value))
+            out[name] = tuple(chosen)
+        return out
 
     def _baseline(self, entries: dict[str, Node], variants: dict[str, Node]) -> str | None:
         node = present(entries, "baseline")
@@ -396,7 +438,9 @@ class _Builder:
         values.update({name: str(node.value) for name, node in cell.items()})
         filesystem = read_filesystem(entries["filesystem"])
         target = read_target(present(entries, "target"))
-        sysctls, queue = read_knobs(present(entries, "knobs"))
+        knobs = read_knobs(present(entries, "knobs"), target.spec)
+        if filesystem is not None:
+            stacks.check_filesystem(target.spec, present(entries, "target") or config)
         ctx = Context(self.plan_dir, values, filesystem is not None, used, self.allowed)
         workload_node = entries["workload"]
         overrides_node = present(entries, "fio")
@@ -414,6 +458,12 @@ class _Builder:
                 self._check_fio(prepare.warmup, steps["warmup"])
         needed = max(needed, needed_prep)
         spec = target.spec
+        if needed > spec.count and spec.stacked:
+            what = "an md array" if spec.kind == "md" else "a multipath map"
+            workload_node.fail(
+                f"the workload uses {needed} devices ({{dev{needed - 1}}}/{{mnt{needed - 1}}}) "
+                f"but the target is {what}: one device ({{dev}}, {{mnt}})"
+            )
         if needed > spec.count:
             if target.explicit and target.count_node is not None:
                 target.count_node.fail(
@@ -433,14 +483,16 @@ class _Builder:
             cell={k: str(v.value) for k, v in cell.items()},
             target=spec,
             filesystem=filesystem,
-            sysctls=sysctls,
-            queue=queue,
+            sysctls=knobs.sysctls,
+            queue=knobs.queue,
             workload=workload,
             prepare=prepare,
             cpus=None if cpus_node is None else read_cpus(cpus_node),
             monitors=read_monitors(present(entries, "monitors")),
             timeout_s=DEFAULT_TIMEOUT_S if timeout_node is None else read_duration(timeout_node),
             vars=values,
+            member_queue=knobs.member_queue,
+            md=knobs.md,
             kernel=kernel,
             kernel_cmdline=cmdline,
         )
@@ -466,3 +518,8 @@ class _Builder:
 def _optional_str(entries: dict[str, Node], key: str) -> str:
     node = present(entries, key)
     return "" if node is None else read_str(node, "text")
+
+
+def _in_cells(only: dict[str, tuple[str, ...]] | None, cell: dict[str, Node]) -> bool:
+    """Whether a cell is one of those a variant's `only:` names (no `only:`: every cell)."""
+    return not only or all(str(cell[name].value) in values for name, values in only.items())

@@ -29,6 +29,8 @@ CONFIG_KEYS = (
 )
 # Configuration keys that are one value, so a matrix path may name them alone (`kernel`).
 SCALAR_KEYS = ("kernel", "cmdline", "timeout")
+# knobs: sysctls, the top devices' queues, the members' / paths' queues, the md array's own
+KNOB_GROUPS = ("sysctl", "queue", "member_queue", "md")
 SYSCTL_ROOTS = ("vm.", "kernel.", "fs.", "dev.", "net.", "abi.", "debug.", "user.")
 _WHOLE = {("workload",), ("prepare", "fill"), ("prepare", "warmup")}
 
@@ -52,8 +54,10 @@ def _normalise_knobs(knobs: Node) -> Node:
     if knobs.value is None:
         return map_node({}, knobs)
     if not knobs.is_map:
-        knobs.fail(f"must be a mapping with sysctl: and queue:, got {knobs.describe()}")
-    groups: dict[str, dict[str, Node]] = {"sysctl": {}, "queue": {}}
+        knobs.fail(
+            f"must be a mapping with sysctl:, queue:, member_queue: or md:, got {knobs.describe()}"
+        )
+    groups: dict[str, dict[str, Node]] = {g: {} for g in KNOB_GROUPS}
     heads: dict[str, Node] = {}
     for key, value in knobs.items().items():
         if key in groups:
@@ -108,8 +112,11 @@ def path_override(path: str, value: Node, at: Node) -> Node:
             f"{', '.join(CONFIG_KEYS)}{did_you_mean(head, CONFIG_KEYS)}"
         )
     if head == "knobs":
-        if parts[1] not in ("sysctl", "queue") or len(parts) < 3:
-            at.fail(f"path {path!r}: use knobs.sysctl.NAME or knobs.queue.NAME")
+        if parts[1] not in KNOB_GROUPS or len(parts) < 3:
+            at.fail(
+                f"path {path!r}: use knobs.sysctl.NAME, knobs.queue.NAME, "
+                "knobs.member_queue.NAME or knobs.md.NAME"
+            )
         keys = [head, parts[1], ".".join(parts[2:])]
     elif head in ("fio", "vars"):
         keys = [head, ".".join(parts[1:])]

@@ -10,6 +10,8 @@ Only placeholders that depend on the machine remain in workload text/argv; the l
 with `iolab.plan.placeholders.render_workload(workload, mounts, devices, workdir)`:
 
     {mnt}  {mnt0} {mnt1} ...   mount points (one filesystem per target device; {mnt} = {mnt0})
+    {mnts}                     every mount point, joined with ':' (fio's directory list:
+                               numjobs clones are spread round-robin over them)
     {dev}  {dev0} {dev1} ...   block device paths, e.g. /dev/loop7 ({dev} = {dev0})
     {workdir}                  a private scratch directory for the sample (not on the target)
     {src} {rev}                `iolab bisect` only: the commit's work tree and full sha
@@ -28,7 +30,7 @@ from typing import Literal
 from iolab.model.metrics import Direction
 from iolab.monitors.registry import available_names
 
-TargetKind = Literal["loop", "device"]
+TargetKind = Literal["loop", "device", "md", "multipath", "null_blk"]
 Backing = Literal["ram", "disk"]
 FsType = Literal["ext4", "xfs", "btrfs"]
 WorkloadKind = Literal["fio", "xfs_io", "dd", "command"]
@@ -41,7 +43,7 @@ Reboot = Literal["per-sample", "per-switch"]
 KNOWN_MONITORS: tuple[str, ...] = tuple(available_names())  # one list: the registry's
 
 # Placeholders the lab fills at run time (everything else is substituted by the plan layer).
-LAB_PLACEHOLDERS: tuple[str, ...] = ("mnt", "dev", "workdir")  # plus mntN / devN
+LAB_PLACEHOLDERS: tuple[str, ...] = ("mnt", "mnts", "dev", "workdir")  # plus mntN / devN
 
 
 @dataclass(frozen=True)
@@ -52,16 +54,74 @@ class Kpi:
     direction: Direction  # HIGHER or LOWER (never NEUTRAL: validation refuses it)
 
 
+MdLevel = Literal[0, 1, 4, 5, 6, 10]
+Resync = Literal["wait", "assume-clean"]
+PathSelector = Literal["round-robin", "queue-length", "service-time"]
+
+
+@dataclass(frozen=True)
+class MdSpec:
+    """An md array iolab makes (mdadm --create) over the target's members."""
+
+    level: MdLevel
+    chunk_bytes: int = 0  # 0: mdadm's default (512 KiB); ignored for level 1
+    resync: Resync = "assume-clean"  # wait for the initial resync, or skip it
+
+
+@dataclass(frozen=True)
+class PathFault:
+    """During the measured workload: fail or reinstate one multipath path at a time."""
+
+    at_s: float  # seconds after the workload starts
+    action: Literal["fail", "restore"]
+    path: int  # index into the paths (0-based)
+
+
+@dataclass(frozen=True)
+class MultipathSpec:
+    """A dm-multipath map over `paths` request-based paths to one backing device."""
+
+    paths: int
+    selector: PathSelector = "round-robin"
+    faults: tuple[PathFault, ...] = ()
+
+
+@dataclass(frozen=True)
+class NullBlkSpec:
+    """A null_blk device made through configfs (/sys/kernel/config/nullb)."""
+
+    queue_mode: Literal["bio", "mq"] = "mq"
+    blocksize: int = 512
+    memory_backed: bool = False
+    irqmode: Literal["none", "softirq", "timer"] = "softirq"
+    completion_nsec: int = 10_000  # irqmode timer only
+    submit_queues: int = 1
+    hw_queue_depth: int = 64
+
+
 @dataclass(frozen=True)
 class TargetSpec:
-    """Where the workload runs: loop images iolab creates, or designated block devices."""
+    """Where the workload runs: loop images iolab creates, designated block devices, or a
+    stack iolab builds — an md array or a dm-multipath map over members (loop images or
+    designated devices), or null_blk devices."""
 
     kind: TargetKind
-    count: int  # number of images / devices the workload needs (>= 1)
-    size_bytes: int = 0  # loop: size of each image; device: 0
+    count: int  # number of top devices the workload needs (>= 1; md and multipath: 1)
+    size_bytes: int = 0  # loop: size of each image; md/multipath: of each member image;
+    # null_blk: of each device; device: 0
     backing: Backing = "ram"  # loop: "ram" = image in /dev/shm, "disk" = image in `directory`
     directory: str | None = None  # loop + disk: where the images go (None = lab's default)
-    devices: tuple[str, ...] = ()  # device: the designated /dev paths (len == count)
+    devices: tuple[str, ...] = ()  # device: the designated /dev paths (len == count);
+    # md: designated members (len == members)
+    members: int = 0  # md: member devices; multipath: paths; 0 for the others
+    md: MdSpec | None = None
+    multipath: MultipathSpec | None = None
+    null_blk: NullBlkSpec | None = None
+
+    @property
+    def stacked(self) -> bool:
+        """md or multipath: a top device over members iolab also sees and measures."""
+        return self.kind in ("md", "multipath")
 
 
 @dataclass(frozen=True)
@@ -93,6 +153,9 @@ class WorkloadSpec:
     metric: MetricRule | None = None  # command only
     # fio only: a job file path naming {src}, read per commit by `iolab bisect` (fio_text None)
     fio_file: str | None = None
+    # with fio_file: the plan's `fio:` overrides (option, value; None removes it), applied to
+    # each commit's job file once read, by the code that applies them at plan load
+    fio_overrides: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +168,23 @@ class PrepareSpec:
     fill: WorkloadSpec | None = None  # precondition step, not measured
     warmup: WorkloadSpec | None = None  # run before the measured workload, not measured
     settle_s: float = 0.0  # sleep after preparation, before the measured workload
+
+
+# requirement names a target kind iolab builds meets (`requires:`); md levels as raidN
+STACK_REQUIREMENTS = frozenset(
+    {"md", "raid0", "raid1", "raid4", "raid5", "raid6", "raid10", "dm-multipath", "null-blk"}
+)
+
+
+def implied_requirements(target: TargetSpec) -> frozenset[str]:
+    """The requirement names a target meets by what it is."""
+    if target.md is not None:
+        return frozenset({"md", f"raid{target.md.level}"})
+    if target.multipath is not None:
+        return frozenset({"dm-multipath"})
+    if target.null_blk is not None:
+        return frozenset({"null-blk"})
+    return frozenset()
 
 
 @dataclass(frozen=True)
@@ -125,6 +205,9 @@ class Case:
     monitors: tuple[str, ...]  # names from KNOWN_MONITORS
     timeout_s: float  # kill the sample's workload after this long
     vars: dict[str, str] = field(default_factory=dict)  # placeholder values used (provenance)
+    # /sys/block/<member>/queue settings of every md member / multipath path
+    member_queue: dict[str, str] = field(default_factory=dict)
+    md: dict[str, str] = field(default_factory=dict)  # /sys/block/mdX/md/<name> -> value
     # the kernel the case must run on (`uname -r`), and the words its boot adds to the
     # kernel command line (`kernel: {cmdline}` and `cmdline:`); None: whatever this host
     # runs.  A case naming either runs only where kernels can be booted (docs/kernels.md).
@@ -151,7 +234,9 @@ class Plan:
     baseline: str | None  # the variant others are compared against (default: the first)
     matrix: dict[str, tuple[str, ...]]  # dimension -> values, in plan order
     # what the measurement needs that a loop image here is not (dm-multipath, md RAID, a
-    # device model): name -> what the mail or the author says; iolab run refuses such a plan
+    # device model): name -> what the mail or the author says.  A name iolab builds
+    # (STACK_REQUIREMENTS) is met when every case's target is that stack; any other name is
+    # a target iolab cannot make, and iolab run refuses the plan.
     requires: dict[str, str] = field(default_factory=dict)
     # with kernels: a boot before every sample (the boot is the unit of replication), or
     # only when the kernel changes (docs/kernels.md)
@@ -163,12 +248,33 @@ class Plan:
         can boot them (a fleet host or a guest)."""
         return any(c.kernel is not None or c.kernel_cmdline for c in self.cases)
 
+    def requirements(self) -> frozenset[str]:
+        """What the plan needs of a host: the stated names and those its targets imply
+        (an md RAID5 target: md, raid5; multipath: dm-multipath; null_blk: null-blk)."""
+        implied = {name for case in self.cases for name in implied_requirements(case.target)}
+        return frozenset(implied | set(self.requires))
+
     def unmeetable(self) -> str | None:
-        """Why no lab can run this plan as written (a stated target requirement), or None."""
-        if not self.requires:
-            return None
-        needs = "; ".join(f"{k}: {v}" if v else k for k, v in self.requires.items())
-        return f"the plan requires a target this lab cannot make here ({needs})"
+        """Why no lab can run this plan as written (a stated target requirement its own
+        target does not build), or None when the lab may try (whether the kernel has the
+        modules a stack needs is the lab's preflight's question)."""
+        unmet = []
+        for name, text in self.requires.items():
+            kinds = sorted({c.target.kind for c in self.cases if name not in
+                            implied_requirements(c.target)})  # fmt: skip
+            if name not in STACK_REQUIREMENTS:
+                unmet.append(f"{name}: {text}" if text else name)
+            elif kinds:
+                what = f"{name} ({text})" if text else name
+                unmet.append(f"{what}, but a target is {'/'.join(kinds)}")
+        if unmet:
+            return f"the plan requires a target this lab cannot make here ({'; '.join(unmet)})"
+        return None
+
+    def elsewhere(self) -> str | None:
+        """Why this plan cannot run in this process's lab: a requirement no lab here meets,
+        or kernels to boot (a fleet's), or None."""
+        return self.unmeetable() or self.needs_worker()
 
     def needs_worker(self) -> str | None:
         """Why this plan cannot run in this process (kernels to boot), or None."""

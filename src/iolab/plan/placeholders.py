@@ -17,13 +17,13 @@ from iolab.plan.model import WorkloadSpec
 
 # `${NAME}` is fio's environment-variable syntax: not ours, left alone.
 _TOKEN = re.compile(r"\{\{|\}\}|(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_LAB_NAME = re.compile(r"(mnt|dev)(\d*)|workdir\Z")
+_LAB_NAME = re.compile(r"(mnt|dev)(\d*)|mnts|workdir\Z")
 # filled per commit by `iolab bisect`
 COMMIT_NAMES = ("src", "rev")
 
 
 def is_lab_placeholder(name: str) -> bool:
-    """{mnt}, {mnt3}, {dev}, {dev0}, {workdir}: filled by the lab, not the plan; {src} and
+    """{mnt}, {mnt3}, {mnts}, {dev}, {dev0}, {workdir}: filled by the lab, not the plan; {src} and
     {rev}: filled by `iolab bisect` per commit."""
     return _LAB_NAME.fullmatch(name) is not None or name in COMMIT_NAMES
 
@@ -75,7 +75,7 @@ def substitute(text: str, values: Mapping[str, str], used: set[str] | None = Non
 
 
 def render_text(text: str, mounts: Sequence[str], devices: Sequence[str], workdir: str) -> str:
-    """Lab pass: fill {mnt*}/{dev*}/{workdir} and turn `{{`/`}}` into braces.
+    """Lab pass: fill {mnt*}/{mnts}/{dev*}/{workdir} and turn `{{`/`}}` into braces.
 
     Raises KeyError naming a placeholder that has no value (the plan layer has already
     checked names and indexes, so this means the lab passed too few mounts/devices).
@@ -88,6 +88,8 @@ def render_text(text: str, mounts: Sequence[str], devices: Sequence[str], workdi
         name = m.group(1)
         if name == "workdir":
             return workdir
+        if name == "mnts" and mounts:
+            return ":".join(mounts)  # fio's directory list (`:` separated)
         index = device_index(name)
         if index is not None:
             pool = mounts if name.startswith("mnt") else devices

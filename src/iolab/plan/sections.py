@@ -12,16 +12,17 @@ import posixpath
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
-from iolab.plan import confine, placeholders
+from iolab.plan import confine, placeholders, stacks
 from iolab.plan.fiojob import apply_overrides
 from iolab.plan.model import (
     KNOWN_MONITORS,
     FilesystemSpec,
     FsType,
+    MdLevel,
     MetricRule,
     PrepareSpec,
     TargetSpec,
@@ -97,41 +98,127 @@ class TargetDraft:
     explicit: bool  # count given (or implied by `devices`)
 
 
+TARGET_KINDS = ("loop", "device", "md", "multipath", "null_blk")
+LOOP_KEYS = ("size", "backing", "directory", "count")
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "loop": LOOP_KEYS,
+    "device": ("devices",),
+    "md": stacks.MD_KEYS,
+    "multipath": stacks.MULTIPATH_KEYS,
+    "null_blk": stacks.NULLB_KEYS,
+}
+# raid: jbod is loop images (or designated devices) with a filesystem each; the array's keys
+# are accepted there so that one target can carry a matrix dimension over raid levels
+JBOD_KEYS = ("members", "size", "backing", "directory", "devices", "chunk", "resync")
+TARGET_KEYS = tuple(dict.fromkeys(("kind", "raid", *(k for ks in KIND_KEYS.values() for k in ks))))
+
+
 def read_target(node: Node | None) -> TargetDraft:
     if node is None or node.value is None:
         return TargetDraft(TargetSpec("loop", 1, DEFAULT_LOOP_SIZE), None, False)
-    keys = ("kind", "size", "backing", "directory", "count", "devices")
-    entries = check_keys(node, keys, "a mapping (kind: loop|device, size, backing, count)")
-    kind_node = present(entries, "kind")
-    kind = "device" if kind_node is None and "devices" in entries else "loop"
-    if kind_node is not None:
-        kind = read_choice(kind_node, ("loop", "device"))
+    entries = check_keys(
+        node, TARGET_KEYS, "a mapping (kind: loop|device|md|multipath|null_blk, or raid:)"
+    )
+    entries = {k: v for k, v in entries.items() if v.value is not None}
+    kind_node, raid_node = entries.get("kind"), entries.get("raid")
+    level: MdLevel | None = None
+    if raid_node is not None:
+        if kind_node is not None:
+            raid_node.fail(
+                "raid: names the kind itself (jbod: loop images, raidN: md)", at_key=True
+            )
+        raid = read_choice(raid_node, stacks.RAID_NAMES)
+        if raid == "jbod":
+            return _jbod(node, entries)
+        kind = "md"
+        level = stacks.level_of(raid_node)
+        if "level" in entries:
+            entries["level"].fail("raid: gives the level already", at_key=True)
+    elif kind_node is not None:
+        kind = read_choice(kind_node, TARGET_KINDS)
+    else:
+        kind = "device" if "devices" in entries else "loop"
+    allowed = KIND_KEYS[kind]
+    for key, value in entries.items():
+        if key not in ("kind", "raid", *allowed):
+            value.fail(
+                f"{key!r} does not apply to kind: {kind}; its keys: {', '.join(allowed)}",
+                at_key=True,
+            )
     if kind == "device":
-        for key in ("size", "backing", "directory", "count"):
-            if key in entries:
-                entries[key].fail("only for kind: loop (a device has its own size)", at_key=True)
-        dev_node = present(entries, "devices")
-        if dev_node is None:
-            node.fail("kind: device needs devices: [/dev/...]")
-        devices = read_str_list(dev_node, "a list of /dev paths")
-        for item, path in zip(dev_node.elements(), devices, strict=True):
-            if not path.startswith("/dev/"):
-                item.fail(f"must be a block device path under /dev/, got {path!r}")
-        if not devices or len(set(devices)) != len(devices):
-            dev_node.fail("must list one or more distinct devices")
-        spec = TargetSpec("device", len(devices), devices=devices)
-        return TargetDraft(spec, dev_node, True)
+        return _devices(node, entries)
+    if kind == "null_blk":
+        spec, count_node = stacks.read_null_blk(node, entries)
+        return TargetDraft(spec, count_node, count_node is not None)
+    base = _loop_base(entries, 1)
+    if kind == "md":
+        if level is None:
+            level_node = entries.get("level")
+            if level_node is None:
+                node.fail("kind: md needs level: 0, 1, 4, 5, 6 or 10 (or write raid: raid5)")
+            level = stacks.level_of(level_node)
+        devices = _device_list(entries["devices"]) if "devices" in entries else ()
+        base = replace(base, devices=devices)
+        spec, count_node = stacks.read_md(node, entries, level, entries.get("members"), base)
+        return TargetDraft(spec, count_node, True)
+    if kind == "multipath":
+        spec = stacks.read_multipath(node, entries, base)
+        return TargetDraft(spec, entries.get("paths"), True)
+    count_node = entries.get("count")
+    count = 1 if count_node is None else read_int(count_node, 1)
+    if count_node is not None and count > MAX_DEVICES:
+        count_node.fail(f"at most {MAX_DEVICES} loop images, got {count}")
+    return TargetDraft(replace(base, count=count), count_node, count_node is not None)
+
+
+def _jbod(node: Node, entries: dict[str, Node]) -> TargetDraft:
+    """raid: jbod — N loop images (members: N) or the designated devices, a filesystem each."""
+    for key, value in entries.items():
+        if key not in ("raid", *JBOD_KEYS):
+            value.fail(f"{key!r} does not apply to raid: jbod; its keys: members, size, "
+                       "backing, directory, devices", at_key=True)  # fmt: skip
     if "devices" in entries:
-        entries["devices"].fail("only for kind: device", at_key=True)
-    size_node = present(entries, "size")
+        if "members" in entries:
+            entries["members"].fail("give members: or devices:, not both", at_key=True)
+        return _devices(node, {"devices": entries["devices"]})
+    members_node = entries.get("members")
+    if members_node is None:
+        node.fail("raid: jbod needs members: N (loop images, a filesystem on each)")
+    count = read_int(members_node, 1)
+    if count > MAX_DEVICES:
+        members_node.fail(f"at most {MAX_DEVICES} loop images, got {count}")
+    return TargetDraft(replace(_loop_base(entries, 1), count=count), members_node, True)
+
+
+def _device_list(dev_node: Node) -> tuple[str, ...]:
+    devices = read_str_list(dev_node, "a list of /dev paths")
+    for item, path in zip(dev_node.elements(), devices, strict=True):
+        if not path.startswith("/dev/"):
+            item.fail(f"must be a block device path under /dev/, got {path!r}")
+    if not devices or len(set(devices)) != len(devices):
+        dev_node.fail("must list one or more distinct devices")
+    return devices
+
+
+def _devices(node: Node, entries: dict[str, Node]) -> TargetDraft:
+    dev_node = entries.get("devices")
+    if dev_node is None:
+        node.fail("kind: device needs devices: [/dev/...]")
+    devices = _device_list(dev_node)
+    return TargetDraft(TargetSpec("device", len(devices), devices=devices), dev_node, True)
+
+
+def _loop_base(entries: dict[str, Node], count: int) -> TargetSpec:
+    """Loop images' settings (of the target itself, or of an array's members / a map's paths)."""
+    size_node = entries.get("size")
     size = DEFAULT_LOOP_SIZE if size_node is None else read_size(size_node)
     if size_node is not None and size < (16 << 20):
         size_node.fail(f"a loop image needs at least 16M, got {size_node.value!r}")
     if size_node is not None and size > MAX_LOOP_SIZE:
         size_node.fail(f"a loop image is at most 16T, got {size_node.value!r}")
-    backing_node = present(entries, "backing")
+    backing_node = entries.get("backing")
     backing = "ram" if backing_node is None else read_choice(backing_node, ("ram", "disk"))
-    dir_node = present(entries, "directory")
+    dir_node = entries.get("directory")
     directory = None
     if dir_node is not None:
         if backing != "disk":
@@ -144,18 +231,13 @@ def read_target(node: Node | None) -> TargetDraft:
             dir_node.refuse(
                 f"{real} is a system directory; loop images go in a directory of their own"
             )
-    count_node = present(entries, "count")
-    count = 1 if count_node is None else read_int(count_node, 1)
-    if count_node is not None and count > MAX_DEVICES:
-        count_node.fail(f"at most {MAX_DEVICES} loop images, got {count}")
-    spec = TargetSpec(
+    return TargetSpec(
         "loop",
         count,
         size_bytes=size,
         backing="disk" if backing == "disk" else "ram",
         directory=directory,
     )
-    return TargetDraft(spec, count_node, count_node is not None)
 
 
 # --- filesystem -----------------------------------------------------------------------------
@@ -202,22 +284,108 @@ def _words(node: Node) -> tuple[str, ...]:
 # --- knobs ------------------------------------------------------------------------------------
 
 
-def read_knobs(node: Node | None) -> tuple[dict[str, str], dict[str, str]]:
-    """(sysctls, queue settings), values as the lab writes them (sizes in bytes)."""
+@dataclass(frozen=True)
+class Knobs:
+    """A case's knobs, values as the lab writes them (sizes in bytes)."""
+
+    sysctls: dict[str, str]
+    queue: dict[str, str]  # the top device(s): what {dev} names
+    member_queue: dict[str, str]  # every md member / multipath path
+    md: dict[str, str]  # /sys/block/mdX/md/<name>
+
+
+# /sys/block/mdX/md attributes a plan may set, and the levels that have them
+MD_KNOBS: dict[str, frozenset[int]] = {
+    "stripe_cache_size": frozenset({4, 5, 6}),
+    "group_thread_cnt": frozenset({4, 5, 6}),
+    "preread_bypass_threshold": frozenset({4, 5, 6}),
+    "skip_copy": frozenset({4, 5, 6}),
+    "sync_speed_max": frozenset(stacks.MD_LEVELS),
+    "sync_speed_min": frozenset(stacks.MD_LEVELS),
+    "safe_mode_delay": frozenset(stacks.MD_LEVELS),
+}
+# what the kernel accepts (drivers/md/raid5.c, md.c): stripe_cache_size 17..32768
+_MD_RANGES = {"stripe_cache_size": (17, 32768), "group_thread_cnt": (0, 8192)}
+# queue settings a bio-based device (an md array, null_blk queue_mode: bio) does not have
+_RQ_ONLY = ("scheduler", "nr_requests")
+
+
+def read_knobs(node: Node | None, target: TargetSpec | None = None) -> Knobs:
+    """The knobs; `target` (when given) is what they are checked against: member_queue needs
+    members, md knobs an array of a level that has them, a scheduler a request queue."""
     if node is None or node.value is None:
-        return {}, {}
-    entries = check_keys(node, ("sysctl", "queue"), "a mapping with sysctl: and queue:")
+        return Knobs({}, {}, {}, {})
+    entries = check_keys(
+        node, ("sysctl", "queue", "member_queue", "md"), "a mapping with sysctl: and queue:"
+    )
     sysctls: dict[str, str] = {}
     sys_node = present(entries, "sysctl")
     if sys_node is not None:
         for name, value in check_keys(sys_node, tuple(sys_node.items()), "a mapping").items():
             sysctls[name] = _sysctl_value(name, value)
-    queue: dict[str, str] = {}
-    queue_node = present(entries, "queue")
-    if queue_node is not None:
-        for name, value in check_keys(queue_node, tuple(queue_node.items()), "a mapping").items():
-            queue[name] = _queue_value(name, value)
-    return sysctls, queue
+    queues: dict[str, dict[str, str]] = {"queue": {}, "member_queue": {}}
+    for group, out in queues.items():
+        queue_node = present(entries, group)
+        if queue_node is None:
+            continue
+        items = check_keys(queue_node, tuple(queue_node.items()), "a mapping")
+        for name, value in items.items():
+            out[name] = _queue_value(name, value)
+            if target is not None:
+                _check_queue_target(group, name, value, target)
+    md: dict[str, str] = {}
+    md_node = present(entries, "md")
+    if md_node is not None:
+        for name, value in check_keys(md_node, tuple(MD_KNOBS), "a mapping").items():
+            md[name] = _md_value(name, value, target)
+    if target is not None and not target.stacked:
+        # loop images and designated devices are their own members (a raid: jbod cell of a
+        # matrix whose other cells are arrays): both groups land on the same queues
+        for name, wanted in queues["member_queue"].items():
+            if queues["queue"].get(name, wanted) != wanted:
+                entries["member_queue"].items()[name].fail(
+                    f"a {target.kind} target's devices are its members: queue.{name} "
+                    f"says {queues['queue'][name]}",
+                    at_key=True,
+                )
+    return Knobs(sysctls, queues["queue"], queues["member_queue"], md)
+
+
+def _check_queue_target(group: str, name: str, node: Node, target: TargetSpec) -> None:
+    if group == "member_queue" and target.kind == "null_blk":
+        node.fail("null_blk devices have no members: use queue:", at_key=True)
+    if group != "queue":
+        return
+    bio = target.kind == "md" or (
+        target.null_blk is not None and target.null_blk.queue_mode == "bio"
+    )
+    base = name.split(".")[0]
+    if (
+        bio
+        and (name in _RQ_ONLY or base == "iosched")
+        and not (name == "scheduler" and node.value == "none")
+    ):
+        what = "an md array" if target.kind == "md" else "null_blk with queue_mode: bio"
+        hint = "; set it on the members (member_queue:)" if target.kind == "md" else ""
+        node.fail(f"{what} is bio-based: it has no I/O scheduler or request queue{hint}",
+                  at_key=True)  # fmt: skip
+
+
+def _md_value(name: str, node: Node, target: TargetSpec | None) -> str:
+    if target is not None:
+        if target.md is None:
+            node.fail(f"md knobs need an md target (kind: md or raid: raidN), "
+                      f"this one is {target.kind}", at_key=True)  # fmt: skip
+        if target.md.level not in MD_KNOBS[name]:
+            levels = "/".join(str(x) for x in sorted(MD_KNOBS[name]))
+            node.fail(f"RAID{target.md.level} has no {name} (RAID{levels} only)", at_key=True)
+    if name.startswith("sync_speed_") and node.value == "system":
+        return "system"
+    value = read_int(node, 0)
+    low, high = _MD_RANGES.get(name, (0, 1 << 31))
+    if not low <= value <= high:
+        node.fail(f"{name} is {low}..{high}, got {value}")
+    return str(value)
 
 
 def _sysctl_value(name: str, node: Node) -> str:
@@ -289,18 +457,24 @@ def read_workload(
         node.fail(f"needs exactly one of {kinds}, got {', '.join(given) or 'none'}")
     kind = given[0]
     body = entries[kind]
-    if kind == "fio_file" and _commit_path(body):
-        if fio_overrides:
-            body.fail("a job file read from {src} takes no fio option overrides")
-        path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
-        _check_placeholders(body, [path], ctx)
-        return WorkloadSpec("fio", fio_file=path), 1
     if kind in ("fio", "fio_file"):
-        text, source = _fio_text(body, kind, ctx)
         options = {
             key: None if value is None else placeholders.substitute(value, ctx.values, ctx.used)
             for key, value in fio_overrides.items()
         }
+    if kind == "fio_file" and _commit_path(body):
+        # read per commit by `iolab bisect` (bisect.driver.bind), which applies `options`
+        # with apply_overrides as below; the overrides alone are confined here already
+        path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
+        needed = _check_placeholders(body, [path], ctx)
+        given = [v for v in options.values() if v is not None]
+        needed = max(needed, _check_placeholders(overrides_node or body, given, ctx))
+        problem = confine.fio_problem(apply_overrides("[job]\n", options), ctx.allowed)
+        if problem:
+            (overrides_node or body).refuse(f"the fio job leaves the sample: {problem}")
+        return WorkloadSpec("fio", fio_file=path, fio_overrides=tuple(options.items())), needed
+    if kind in ("fio", "fio_file"):
+        text, source = _fio_text(body, kind, ctx)
         spec = WorkloadSpec("fio", fio_text=apply_overrides(text, options))
         needed = _check_placeholders(source, [spec.fio_text or ""], ctx)
         problem = confine.fio_problem(spec.fio_text or "", ctx.allowed)

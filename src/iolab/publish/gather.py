@@ -39,7 +39,7 @@ from iolab.report.model import Group, Report
 from iolab.runs.meta import ab_outcome, ab_settings, recorded_kpis
 from iolab.stats import SequentialDecision
 from iolab.stats.types import SequentialState
-from iolab.store.store import Store
+from iolab.store.reader import StoreReader
 
 FACTS = (
     "host",
@@ -63,7 +63,7 @@ class Side:
 
 
 def pair_html(
-    store: Store, a: Selector, b: Selector, options: Options, title: str | None = None
+    store: StoreReader, a: Selector, b: Selector, options: Options, title: str | None = None
 ) -> HtmlReport:
     """`compare A B` as an HTML report."""
     report = pair_report(store, a, b, options)
@@ -81,7 +81,7 @@ def pair_html(
 
 
 def by_html(
-    store: Store,
+    store: StoreReader,
     sel: Selector,
     by: str,
     baseline: str | None,
@@ -130,7 +130,7 @@ def _in_cell(s: Sample, cell: Mapping[str, str], by: str | None) -> bool:
 
 
 def _assemble(
-    store: Store,
+    store: StoreReader,
     report: Report,
     sides: Sequence[tuple[Side, Side]],
     title: str,
@@ -304,7 +304,7 @@ _USUAL_KPIS = ("read.iops", "write.iops", "read.bw_bytes", "write.bw_bytes", "el
 MAX_COLUMNS = 6
 
 
-def run_summary(store: Store, run: RunInfo) -> RunSummary:
+def run_summary(store: StoreReader, run: RunInfo) -> RunSummary:
     """A run page without a comparison: its facts and samples with their KPI values."""
     samples = store.samples(run_id=run.id, status=None, with_jobs=False, with_histograms=False)
     recorded = [k.metric for k in recorded_kpis(run)]

@@ -23,6 +23,7 @@ _MODULES = {
     "benchstat": "iolab.report.benchstat",
     "markdown": "iolab.report.markdown",
     "json": "iolab.report.json_format",
+    "brief": "iolab.report.brief",
 }
 
 

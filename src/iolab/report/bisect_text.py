@@ -5,13 +5,10 @@ escaped for markdown tables."""
 
 from __future__ import annotations
 
-import math
-
 from iolab.model.bisect import Commit, TestSummary
 from iolab.report.bisect_model import BisectReport
-from iolab.report.fmt import pct
+from iolab.report.fmt import pct, sequence_ci
 from iolab.report.model import SIGNIFICANT
-from iolab.stats.sequential import INTERVAL_EDGE_LOG
 
 # evidence rows shown; the JSON and `iolab compare` have them all
 MAX_EVIDENCE = 12
@@ -36,12 +33,7 @@ def _c(c: Commit | None) -> str:
 
 def _interval(lo: float | None, hi: float | None) -> str:
     """The confidence sequence; a side still at the searched range's edge is unbounded."""
-    if lo is None or hi is None:
-        return "[?, ?]"
-    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
-    low = f"≤{pct(lo)}" if lo <= edge_lo + 1e-9 else pct(lo)
-    high = f"≥{pct(hi)}" if hi >= edge_hi - 1e-9 else pct(hi)
-    return f"[{low}, {high}]"
+    return "[?, ?]" if lo is None or hi is None else sequence_ci(lo, hi)
 
 
 def _test(t: TestSummary | None, what: str) -> str | None:

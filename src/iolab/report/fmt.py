@@ -3,6 +3,8 @@ the same digits for the same figure)."""
 
 from __future__ import annotations
 
+import math
+
 from iolab.stats.types import MetricComparison
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -63,6 +65,20 @@ def ci(lo: float | None, hi: float | None) -> str:
     if lo is None or hi is None:
         return "—"
     return f"[{pct(lo)}, {pct(hi)}]"
+
+
+def sequence_ci(lo: float | None, hi: float | None) -> str:
+    """A confidence sequence's interval (`iolab ab`, `bisect`): a side still at the edge of the
+    range the sequence searches (stats.sequential.INTERVAL_EDGE_LOG) has not been measured, so
+    it is shown unbounded — "[+12.0%, ≥+101.4%]", not "[+12.0%, +101.4%]"."""
+    if lo is None or hi is None:
+        return "—"
+    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+
+    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+    low = f"≤{pct(lo)}" if lo <= edge_lo + 1e-9 else pct(lo)
+    high = f"≥{pct(hi)}" if hi >= edge_hi - 1e-9 else pct(hi)
+    return f"[{low}, {high}]"
 
 
 def p_value(p: float | None) -> str:

@@ -223,6 +223,23 @@ def _introduced(r: Regression) -> str:
     return "-"
 
 
+def regzbot_lines(r: Regression) -> str:
+    """regzbot's commands for one entry: introduced, title and (for a report) its link."""
+    out = []
+    commit = r.culprit or r.commit_range
+    if commit:
+        out.append(f"#regzbot introduced: {clean(commit)}")
+    title = f"{clean(r.metric)} {_pct(r.change_pct)}"
+    testcase = r.details.get("testcase")
+    if r.origin == "lkp" and isinstance(testcase, str):
+        title += f" regression ({clean(testcase)})"
+    out.append(f"#regzbot title: {title}")
+    link = r.details.get("link")
+    if isinstance(link, str) and link.startswith("http"):
+        out.append(f"#regzbot link: {clean(link)}")
+    return "\n".join(out) + "\n"
+
+
 def render_regressions(entries: list[Regression], fmt: str) -> str:
     if fmt == "json":
         body = {"schema": REGRESSIONS_SCHEMA, "regressions": [regression_json(r) for r in entries]}
@@ -246,13 +263,12 @@ def render_regressions(entries: list[Regression], fmt: str) -> str:
                 out.append(f"- {_time(e.at)} {e.old_status or 'new'} → {e.new_status}{ev}{note}")
             out.append("")
             out.append("```")
-            out.append(f"#regzbot title: {clean(r.metric)} {_pct(r.change_pct)}")
-            commit = r.culprit or r.commit_range
-            if commit:
-                out.append(f"#regzbot introduced: {clean(commit)}")
+            out.append(regzbot_lines(r).rstrip("\n"))
             out.append("```")
             out.append("")
         return "\n".join(out)
+    if fmt == "regzbot":
+        return "\n".join(regzbot_lines(r) for r in entries)
     header = f"{'id':>4}  {'status':<10}{'metric':<24}{'change':>9}  {'interval':<20}  introduced"
     out.append(header)
     for r in entries:

@@ -10,6 +10,7 @@ merged bins; then the warnings.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -239,7 +240,7 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
                 s.name,
                 str(s.n_blocks),
                 fmt.pct(s.estimate_pct),
-                fmt.ci(s.ci_low_pct, s.ci_high_pct),
+                fmt.sequence_ci(s.ci_low_pct, s.ci_high_pct),
                 f"{s.e_value:.3g}",
                 f"{s.e_value_equivalence:.3g}",
                 s.verdict,
@@ -268,6 +269,9 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
         )
     if group.hosts:
         out.append(_host_block(group, report))
+    layers = _layer_block(comp.metrics)
+    if layers is not None:
+        out.append(layers)
     secondary = [m for m in comp.secondary if show_all or (is_evidence(m) and not is_mechanism(m))]
     if secondary:
         title = "secondary metrics" if show_all else "other metrics that changed"
@@ -344,6 +348,59 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
     if warnings:
         out.append(Block("lines", text="warnings", lines=warnings))
     return out
+
+
+# a stack's diskstats under role names (iolab.lab.evidence): the top device, md members, paths
+_LAYER = re.compile(r"diskstats\.(top|member\d+|path\d+)\.(\w+)")
+_LAYER_FIELDS = ("write_sectors", "write_ios", "read_sectors", "read_ios", "util_pct")
+
+
+def _layer_block(metrics: Sequence[MetricComparison]) -> Block | None:
+    """Where the I/O went: the top device and every member or path, A → B medians of the
+    per-sample deltas, always shown (a stack's members are the evidence of what it did)."""
+    by_layer: dict[str, dict[str, MetricComparison]] = {}
+    for m in metrics:
+        match = _LAYER.fullmatch(m.name)
+        if match and match.group(2) in _LAYER_FIELDS:
+            by_layer.setdefault(match.group(1), {})[match.group(2)] = m
+    if not any(name != "top" for name in by_layer):
+        return None
+
+    def order(name: str) -> tuple[int, int]:
+        digits = "".join(c for c in name if c.isdigit())
+        return (0 if name == "top" else 1, int(digits or 0))
+
+    def cell(m: MetricComparison | None, sectors: bool = False) -> str:
+        if m is None:
+            return "—"
+        if sectors:  # 512-byte sectors, shown as bytes
+            return (
+                f"{fmt.value(m.a.median * 512, 'bytes')} → {fmt.value(m.b.median * 512, 'bytes')}"
+            )
+        return f"{fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)}"
+
+    rows = []
+    for name in sorted(by_layer, key=order):
+        got = by_layer[name]
+        written = got.get("write_sectors")
+        rows.append(
+            [
+                name,
+                cell(written, sectors=True),
+                cell(got.get("write_ios")),
+                cell(got.get("read_sectors"), sectors=True),
+                cell(got.get("util_pct")),
+                "—" if written is None else fmt.verdict(written),
+            ]
+        )
+    return Block(
+        "table",
+        text="per layer: where the I/O went (diskstats of the top device and each member/path, "
+        "medians per sample A → B)",
+        headers=["device", "written", "write I/Os", "read", "busy %", "written: verdict"],
+        rows=rows,
+        verdict_column=5,
+    )
 
 
 def _host_block(group: Group, report: Report) -> Block:

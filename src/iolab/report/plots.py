@@ -153,6 +153,21 @@ def samples_figure(ks: KpiSamples, a_name: str, b_name: str, salt: str) -> str:
         return _svg(fig, salt)
 
 
+def sequential_limits(
+    lows: list[float], highs: list[float], estimates: list[float | None], margin: float
+) -> tuple[float, float]:
+    """The y range (percent) of the confidence-sequence plot: the last interval, the
+    estimates of the later half of the blocks, zero and the whole ±margin band, padded —
+    so a 2% effect decided after 14 blocks is read on a few-percent axis, not on the ±50% of
+    the first blocks' intervals (those run off the axis, and the figure says so).  Within
+    ±60% (then padded): a sequence that never narrowed is shown as far as that."""
+    later = [e for e in estimates[len(estimates) // 2 :] if e is not None]
+    values = [lows[-1], highs[-1], *later, -margin, margin, 0.0]
+    low, high = max(min(values), -60.0), min(max(values), 60.0)
+    pad = 0.12 * (high - low)
+    return low - pad, high + pad
+
+
 def sequential_figure(trace: SequentialTrace, salt: str) -> str:
     """The estimate and its anytime-valid interval after every block, against the no-change
     band ±margin: a verdict is reached when the interval leaves zero (a change) or fits
@@ -179,8 +194,9 @@ def sequential_figure(trace: SequentialTrace, salt: str) -> str:
                 label="confidence sequence",
                 zorder=2,
             )
-            span = max(abs(v) for v in (*lows, *highs, 2 * m))
-            ax.set_ylim(-min(span, 60.0) * 1.1, min(span, 60.0) * 1.1)
+            low, high = sequential_limits(lows, highs, [p.estimate_pct for p in est], m)
+            ax.set_ylim(low, high)
+            clipped = min(lows) < low or max(highs) > high
         if est:
             ax.plot(
                 [p.block for p in est],
@@ -208,7 +224,9 @@ def sequential_figure(trace: SequentialTrace, salt: str) -> str:
 
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:+.3g}%"))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("blocks")
+        ax.set_xlabel(
+            "blocks (the first intervals run off the axis)" if pts and clipped else "blocks"
+        )
         ax.set_title(f"{trace.metric}: change of B vs A")
         ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, borderaxespad=0.2)
         fig.subplots_adjust(left=0.085, right=0.99, bottom=0.19, top=0.88)

@@ -208,7 +208,8 @@ def _names_a_commit(plan: Plan) -> bool:
     def names(spec: WorkloadSpec | None) -> bool:
         if spec is None:
             return False
-        texts = [spec.fio_text or "", spec.fio_file or "", *spec.argv]
+        overrides = [value or "" for _, value in spec.fio_overrides]
+        texts = [spec.fio_text or "", spec.fio_file or "", *spec.argv, *overrides]
         return any(uses_commit(t) for t in texts)
 
     return any(

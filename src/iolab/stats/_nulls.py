@@ -18,7 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+
+from iolab.stats.normal import ppf
 
 _SIGNED_RANK_EXACT_MAX = 400
 _MWU_EXACT_MAX_CELLS = 10_000  # m * n
@@ -39,26 +40,32 @@ def _signed_rank_pmf(n: int) -> NDArray[np.float64]:
 
 @lru_cache(maxsize=512)
 def _mwu_pmf(m: int, n: int) -> NDArray[np.float64]:
-    # Exact counts with Python integers (no cancellation error), then normalised.
+    # Exact counts with Python integers (no cancellation error), then normalised; the
+    # integers sit in numpy object arrays so that each step is one array operation (2-3x
+    # faster than a Python loop: 6 ms at 50 per side, which every `compare` process pays).
     if m > n:
         m, n = n, m
     degree = m * n
-    poly = [0] * (degree + m + 2)
+    poly = np.zeros(degree + m + 2, dtype=object)
     poly[0] = 1
     top = 0
     for i in range(1, m + 1):
         k = n + i
-        for j in range(top + k, k - 1, -1):  # multiply by (1 - q^k)
-            if j - k <= top:
-                poly[j] -= poly[j - k]
+        # multiply by (1 - q^k): every coefficient loses the one k places lower (old values)
+        poly[k : top + k + 1] = poly[k : top + k + 1] - poly[: top + 1]
         top += k
-        for j in range(i, top + 1):  # divide by (1 - q^i)
-            poly[j] += poly[j - i]
+        # divide by (1 - q^i): a running sum along every i-th coefficient
+        size = top + 1
+        rows = -(-size // i)
+        padded = np.zeros(rows * i, dtype=object)
+        padded[:size] = poly[:size]
+        poly[:size] = np.cumsum(padded.reshape(rows, i), axis=0).ravel()[:size]
         top -= i
     total = math.comb(m + n, m)
     return np.array([c / total for c in poly[: degree + 1]], dtype=float)
 
 
+@lru_cache(maxsize=1024)  # pure; a table asks for the same few (n, level) again and again
 def signed_rank_lower_count(n: int, alpha_two_sided: float) -> int:
     """Largest k with P(T+ < k) <= alpha/2: the CI is [W_(k), W_(N+1-k)] of sorted Walsh averages.
 
@@ -72,9 +79,10 @@ def signed_rank_lower_count(n: int, alpha_two_sided: float) -> int:
         return int(ok[-1]) + 1 if ok.size else 0
     mean = n * (n + 1) / 4
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    return max(0, math.floor(mean - float(stats.norm.ppf(1 - half)) * sd))
+    return max(0, math.floor(mean - ppf(1 - half) * sd))
 
 
+@lru_cache(maxsize=1024)
 def mwu_lower_count(m: int, n: int, alpha_two_sided: float) -> int:
     """Largest k with P(U < k) <= alpha/2: the CI is [D_(k), D_(mn+1-k)] of sorted differences."""
     half = alpha_two_sided / 2
@@ -84,7 +92,7 @@ def mwu_lower_count(m: int, n: int, alpha_two_sided: float) -> int:
         return int(ok[-1]) + 1 if ok.size else 0
     mean = m * n / 2
     sd = math.sqrt(m * n * (m + n + 1) / 12)
-    return max(0, math.floor(mean - float(stats.norm.ppf(1 - half)) * sd))
+    return max(0, math.floor(mean - ppf(1 - half) * sd))
 
 
 def min_p_unpaired(m: int, n: int) -> float:
@@ -107,6 +115,13 @@ def _one_sided(pmf: NDArray[np.float64], stat: int, greater: bool) -> float:
     return min(1.0, float(pmf[stat:].sum() if greater else pmf[: stat + 1].sum()))
 
 
+def has_ties(x: NDArray[np.float64]) -> bool:
+    """Whether two values of x are equal (as np.unique would find, without the numpy.ma
+    import np.unique costs a command's start-up)."""
+    s = np.sort(x, axis=None)
+    return bool(s.size > 1 and np.any(s[1:] == s[:-1]))
+
+
 def signed_rank_exact_p(d: NDArray[np.float64], alternative: str) -> float | None:
     """Exact signed-rank p-value of non-zero, untied |d| (None when that does not hold).
 
@@ -115,7 +130,7 @@ def signed_rank_exact_p(d: NDArray[np.float64], alternative: str) -> float | Non
     """
     n = d.size
     ad = np.abs(d)
-    if n == 0 or n > _SIGNED_RANK_EXACT_MAX or np.any(d == 0) or np.unique(ad).size < n:
+    if n == 0 or n > _SIGNED_RANK_EXACT_MAX or np.any(d == 0) or has_ties(ad):
         return None
     ranks = np.empty(n)
     ranks[np.argsort(ad)] = np.arange(1, n + 1)
@@ -131,8 +146,7 @@ def mwu_exact_p(x: NDArray[np.float64], y: NDArray[np.float64], alternative: str
     m, n = x.size, y.size
     if m == 0 or n == 0 or m * n > _MWU_EXACT_MAX_CELLS:
         return None
-    both = np.concatenate([x, y])
-    if np.unique(both).size < both.size:
+    if has_ties(np.concatenate([x, y])):
         return None
     u_y = int(np.searchsorted(np.sort(x), y).sum())  # pairs (x_i < y_j)
     pmf = _mwu_pmf(m, n)

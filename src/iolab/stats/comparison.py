@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +26,7 @@ from iolab.stats._nulls import (
 from iolab.stats.histogram import HistogramInput, histogram_shift
 from iolab.stats.multiple import adjust, graphical_holm
 from iolab.stats.summary import summarize
-from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput
+from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput, Summary
 from iolab.stats.verdict import decide, runs_needed
 
 DEFAULT_ALPHA = 0.05
@@ -93,20 +93,36 @@ def _nan_to_one(p: float) -> float:
     return 1.0 if not math.isfinite(p) else p
 
 
-def compare_metric(
-    item: MetricInput,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    margin_pct: float = DEFAULT_MARGIN_PCT,
-    interval_alpha: float | None = None,
-) -> MetricComparison:
-    """B against A for one metric (p_adjusted = p_value; `compare` adjusts for the table).
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything about one metric's comparison that does not depend on the interval's
+    level: a table judges most metrics at a level that depends on all the others' p-values
+    (Holm), and only the interval is computed again at it, from these breakpoints."""
 
-    `interval_alpha`: the level the interval is computed at (default alpha); `compare` passes
-    the level this metric's test is judged at after the multiplicity correction."""
+    item: MetricInput
+    direction: Direction
+    unit: str
+    warnings: tuple[str, ...]
+    sum_a: Summary
+    sum_b: Summary
+    paired: bool
+    sizes: tuple[int, int]  # (pairs, 0) paired; (n_a, n_b) unpaired
+    breakpoints: NDArray[np.float64]  # sorted Walsh averages or pairwise differences
+    estimate: float
+    p_value: float  # raw, possibly nan
+    min_p: float
+    test: str
+    n: int
+    tost: float | None
+    sd: float | None
+    log_scale: bool
+    scale: float
+    bounds: tuple[float, float] | None
+
+
+def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
     if not 0 < alpha < 0.5:
         raise ValueError("alpha must be in (0, 0.5)")
-    level = alpha if interval_alpha is None else interval_alpha
     if margin_pct <= 0 or margin_pct >= 100:
         raise ValueError("margin_pct must be in (0, 100)")
     if len(item.a) == 0 or len(item.b) == 0:
@@ -130,7 +146,7 @@ def compare_metric(
         vb = np.asarray(item.b, dtype=float)
 
     log_scale = bool(np.all(va > 0) and np.all(vb > 0))
-    scale = abs(float(np.median(va)))
+    scale = abs(sh.sorted_median(np.sort(va)))  # np.median, without loading numpy.ma
     if log_scale:
         xa, xb = np.log(va), np.log(vb)
         bounds: tuple[float, float] | None = (sh.from_pct(-margin_pct), sh.from_pct(margin_pct))
@@ -143,47 +159,80 @@ def compare_metric(
         xa, xb = va / unit_scale, vb / unit_scale
         bounds = (-margin_pct / 100.0, margin_pct / 100.0) if scale > 0 else None
 
-    def pct(v: float | None) -> float | None:
-        if v is None:
-            return None
-        if log_scale:
-            return sh.to_pct(v)
-        return None if scale == 0 else 100.0 * v
-
     if paired:
         d = xb - xa
-        est = sh.paired_shift(d, level)
+        breakpoints = sh.walsh_averages(d)
+        p_value = sh.signed_rank_p(d)
         tost = None if bounds is None else sh.tost_p(None, None, d, bounds)
         sd = float(np.std(d, ddof=1)) if d.size >= 2 else None
-        n_pairs: int | None = int(d.size)
-        if est.min_p > alpha:
+        min_p = min_p_paired(int(np.count_nonzero(d)))
+        sizes, n, test = (int(d.size), 0), int(d.size), "wilcoxon signed-rank (paired, log ratios)"
+        if min_p > alpha:
             warnings.append(
                 f"{d.size} pairs can never reach p <= {alpha:g} "
-                f"(smallest possible p {est.min_p:.2g}); need >= {_min_n_paired(alpha)} pairs"
+                f"(smallest possible p {min_p:.2g}); need >= {_min_n_paired(alpha)} pairs"
             )
-        if est.ci_low is None:
-            warnings.append(f"need >= {_min_n_ci_paired(level)} pairs to bound the change")
     else:
-        est = sh.unpaired_shift(xa, xb, level)
+        breakpoints = sh.unpaired_breakpoints(xa, xb)
+        p_value = sh.mwu_p(xa, xb)
         tost = None if bounds is None else sh.tost_p(xa, xb, None, bounds)
         sds = [float(np.std(x, ddof=1)) for x in (xa, xb) if x.size >= 2]
         sd = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
-        n_pairs = None
-        if est.min_p > alpha:
+        min_p = min_p_unpaired(xa.size, xb.size)
+        sizes, n, test = (xa.size, xb.size), min(xa.size, xb.size), "mann-whitney u"
+        if min_p > alpha:
             warnings.append(
                 f"{xa.size} vs {xb.size} samples can never reach p <= {alpha:g} "
-                f"(smallest possible p {est.min_p:.2g}); need >= {_min_n_unpaired(alpha)} per side"
+                f"(smallest possible p {min_p:.2g}); need >= {_min_n_unpaired(alpha)} per side"
             )
-        if est.ci_low is None:
-            warnings.append(
-                f"need >= {_min_n_ci_unpaired(level)} samples per side to bound the change"
-            )
-
-    p_value = _nan_to_one(est.p_value)
-    tost_value = None if tost is None else _nan_to_one(tost)
-    change, lo, hi = pct(est.estimate), pct(est.ci_low), pct(est.ci_high)
-    verdict = decide(
+    return _Prepared(
+        item=item,
         direction=direction,
+        unit=unit,
+        warnings=tuple(warnings),
+        sum_a=sum_a,
+        sum_b=sum_b,
+        paired=paired,
+        sizes=sizes,
+        breakpoints=breakpoints,
+        estimate=sh.sorted_median(breakpoints),
+        p_value=p_value,
+        min_p=min_p,
+        test=test,
+        n=n,
+        tost=tost,
+        sd=sd,
+        log_scale=log_scale,
+        scale=scale,
+        bounds=bounds,
+    )
+
+
+def _at_level(prep: _Prepared, alpha: float, margin_pct: float, level: float) -> MetricComparison:
+    """The comparison with its interval at `level` (judged at alpha, p not yet adjusted)."""
+    warnings = list(prep.warnings)
+    if prep.paired:
+        k = signed_rank_lower_count(prep.sizes[0], level)
+    else:
+        k = mwu_lower_count(prep.sizes[0], prep.sizes[1], level)
+    low, high = sh.interval(prep.breakpoints, k, prep.estimate, prep.p_value <= level)
+    if low is None and prep.paired:
+        warnings.append(f"need >= {_min_n_ci_paired(level)} pairs to bound the change")
+    elif low is None:
+        warnings.append(f"need >= {_min_n_ci_unpaired(level)} samples per side to bound the change")
+
+    def pct(v: float | None) -> float | None:
+        if v is None:
+            return None
+        if prep.log_scale:
+            return sh.to_pct(v)
+        return None if prep.scale == 0 else 100.0 * v
+
+    p_value = _nan_to_one(prep.p_value)
+    tost_value = None if prep.tost is None else _nan_to_one(prep.tost)
+    change, lo, hi = pct(prep.estimate), pct(low), pct(high)
+    verdict = decide(
+        direction=prep.direction,
         change_pct=change,
         ci_low_pct=lo,
         ci_high_pct=hi,
@@ -192,39 +241,54 @@ def compare_metric(
         alpha=alpha,
     )
     needed = None
-    if verdict == "inconclusive" and bounds is not None:
+    if verdict == "inconclusive" and prep.bounds is not None:
         needed = runs_needed(
-            n_now=est.n,
-            log_sd=sd,
-            log_shift=est.estimate,
-            margin_log=bounds[1],
+            n_now=prep.n,
+            log_sd=prep.sd,
+            log_shift=prep.estimate,
+            margin_log=prep.bounds[1],
             alpha=alpha,
-            paired=paired,
+            paired=prep.paired,
         )
     comparison = MetricComparison(
-        name=item.name,
-        unit=unit,
-        direction=direction,
-        kpi=item.kpi,
-        a=sum_a,
-        b=sum_b,
-        paired=paired,
-        n_pairs=n_pairs,
+        name=prep.item.name,
+        unit=prep.unit,
+        direction=prep.direction,
+        kpi=prep.item.kpi,
+        a=prep.sum_a,
+        b=prep.sum_b,
+        paired=prep.paired,
+        n_pairs=prep.sizes[0] if prep.paired else None,
         change_pct=change,
         ci_low_pct=lo,
         ci_high_pct=hi,
         p_value=p_value,
         p_adjusted=p_value,
-        test=est.test,
+        test=prep.test,
         verdict=verdict,
         margin_pct=margin_pct,
         tost_p_value=tost_value,
-        min_p_value=est.min_p,
+        min_p_value=prep.min_p,
         runs_needed=needed,
         warnings=tuple(warnings),
         ci_level=1.0 - level,
     )
     return _margin_note(comparison, alpha)
+
+
+def compare_metric(
+    item: MetricInput,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    margin_pct: float = DEFAULT_MARGIN_PCT,
+    interval_alpha: float | None = None,
+) -> MetricComparison:
+    """B against A for one metric (p_adjusted = p_value; `compare` adjusts for the table).
+
+    `interval_alpha`: the level the interval is computed at (default alpha); `compare` passes
+    the level this metric's test is judged at after the multiplicity correction."""
+    prep = _prepare(item, alpha, margin_pct)
+    return _at_level(prep, alpha, margin_pct, alpha if interval_alpha is None else interval_alpha)
 
 
 def _margin_note(mc: MetricComparison, alpha: float) -> MetricComparison:
@@ -270,7 +334,7 @@ def _level(alpha: float, p_raw: float, p_adjusted: float) -> float:
 
 
 def _judged(
-    item: MetricInput,
+    prep: _Prepared,
     mc: MetricComparison,
     p_adjusted: float,
     p_raw: float,
@@ -281,7 +345,7 @@ def _judged(
     """`mc` with its adjusted p, its verdict, and its interval at the adjusted level."""
     level = _level(alpha, p_raw, p_family_adjusted)
     if level != alpha:
-        mc = compare_metric(item, alpha=alpha, margin_pct=margin_pct, interval_alpha=level)
+        mc = _at_level(prep, alpha, margin_pct, level)
     return with_adjusted_p(mc, p_adjusted, alpha)
 
 
@@ -342,7 +406,8 @@ def compare(
     "bh": KPIs each at alpha, secondary tests Benjamini–Hochberg at alpha (false discovery
     rate, no family-wise promise).
     """
-    results = [compare_metric(m, alpha=alpha, margin_pct=margin_pct) for m in metrics]
+    prepared = [_prepare(m, alpha, margin_pct) for m in metrics]
+    results = [_at_level(p, alpha, margin_pct, alpha) for p in prepared]
     shifts = [histogram_shift(h, alpha=alpha) for h in histograms]
     # Proportional KPIs (iops and bw_bytes at a fixed block size) are one measurement: one
     # hypothesis, tested once, whose p is the larger of its members' (docs/statistics.md).
@@ -365,14 +430,14 @@ def compare(
             member_adj = min(1.0, p_i * p_adj / p_group) if p_group > 0 else p_adj
             same = next((results[j].name for j in g if j != i), None)
             results[i] = _judged(
-                metrics[i], results[i], member_adj, p_group, p_adj, alpha, margin_pct
+                prepared[i], results[i], member_adj, p_group, p_adj, alpha, margin_pct
             )
             if same is not None:
                 results[i] = replace(results[i], same_as=same)
     for j, i in enumerate(secondary_idx):
         p_i = _known(results[i].p_value)
         results[i] = _judged(
-            metrics[i], results[i], adjusted[j], p_i, adjusted[j], alpha, margin_pct
+            prepared[i], results[i], adjusted[j], p_i, adjusted[j], alpha, margin_pct
         )
     for j, i in enumerate(hist_idx):
         p_adj = adjusted[len(secondary_idx) + j]

@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from iolab.stats.types import Correction
 
@@ -36,7 +35,17 @@ def benjamini_hochberg(p: Sequence[float]) -> list[float]:
     arr = np.asarray(p, dtype=float)
     if arr.size == 0:
         return []
-    return [float(v) for v in stats.false_discovery_control(arr, method="bh")]
+    m = arr.size
+    if m == 1:
+        return [float(arr[0])]
+    # scipy's false_discovery_control(method="bh"), without importing scipy.stats: sorted p
+    # times m / rank, made monotone from the largest down, capped at 1
+    order = np.argsort(arr)
+    scaled = arr[order] * (m / np.arange(1, m + 1, dtype=float))
+    np.minimum.accumulate(scaled[::-1], out=scaled[::-1])
+    out = np.empty(m)
+    out[order] = scaled
+    return [float(v) for v in np.clip(out, 0.0, 1.0)]
 
 
 def adjust(p: Sequence[float], correction: Correction) -> list[float]:
@@ -61,9 +70,9 @@ def graphical_holm(
     """
     if not 0.0 <= secondary_share < 1.0:
         raise ValueError("secondary_share must be in [0, 1)")
-    fam = [0] * len(primary) + [1] * len(secondary)
-    p = [float(v) for v in (*primary, *secondary)]
-    k = len(p)
+    fam = np.array([0] * len(primary) + [1] * len(secondary))
+    p = np.array([float(v) for v in (*primary, *secondary)])
+    k = p.size
     if k == 0:
         return [], []
     n_fam = [len(primary), len(secondary)]
@@ -72,39 +81,47 @@ def graphical_holm(
         share = [0.0, 1.0]
     elif n_fam[1] == 0:
         share = [1.0, 0.0]
-    w = np.array([share[f] / n_fam[f] for f in fam])
-    g = np.zeros((k, k))
-    for i in range(k):
-        same = [j for j in range(k) if j != i and fam[j] == fam[i]]
-        other = [j for j in range(k) if fam[j] != fam[i]]
-        targets = same or other
-        for j in targets:
-            g[i, j] = 1.0 / len(targets)
-    active = list(range(k))
+    # Members of a family are exchangeable, so every weight and every edge of the graph is
+    # one number per family (w[f]) or per pair of families (g[f][h], between two distinct
+    # active members): Bretz et al.'s update is done on those (the same arithmetic, so the
+    # same results, as on the whole k x k matrix; that was cubic in k, 22 ms at 100 metrics).
+    w = [share[f] / n_fam[f] if n_fam[f] else 0.0 for f in (0, 1)]
+    g = [[0.0, 0.0], [0.0, 0.0]]
+    for f, o in ((0, 1), (1, 0)):
+        if n_fam[f] > 1:
+            g[f][f] = 1.0 / (n_fam[f] - 1)
+        elif n_fam[o]:
+            g[f][o] = 1.0 / n_fam[o]
+    active = np.ones(k, dtype=bool)
+    left = list(n_fam)
     adjusted = [1.0] * k
     running = 0.0
-    while active:
-        ratios = [p[i] / w[i] if w[i] > 0 else math.inf for i in active]
-        pos = int(np.argmin(ratios))
-        i = active[pos]
-        running = max(running, ratios[pos])
+    for _ in range(k):
+        idx = np.flatnonzero(active)
+        weights = np.where(fam[idx] == 0, w[0], w[1])
+        positive = weights > 0
+        ratios = np.full(idx.size, math.inf)
+        ratios[positive] = p[idx[positive]] / weights[positive]
+        pos = int(np.argmin(ratios))  # the first of equal ratios, as in index order
+        i = int(idx[pos])
+        running = max(running, float(ratios[pos]))
         adjusted[i] = float(min(1.0, running))
-        active.remove(i)
-        # Bretz et al.'s update for the hypotheses still active, as array operations (the
-        # loop over pairs was cubic in Python and dominated wide tables)
-        act = np.asarray(active, dtype=int)
-        new_w = w.copy()
-        new_g = np.zeros_like(g)
-        if act.size:
-            new_w[act] = w[act] + w[i] * g[i, act]
-            denom = 1.0 - g[act, i] * g[i, act]
-            safe = denom > 1e-12
-            sub = (g[np.ix_(act, act)] + np.outer(g[act, i], g[i, act])) / np.where(
-                safe, denom, 1.0
-            )[:, None]
-            sub[~safe, :] = 0.0
-            np.fill_diagonal(sub, 0.0)
-            new_g[np.ix_(act, act)] = sub
-        new_w[i] = 0.0
+        active[i] = False
+        f = int(fam[i])
+        o = 1 - f
+        left[f] -= 1
+        wi, g_ff, g_fo, g_of, g_oo = w[f], g[f][f], g[f][o], g[o][f], g[o][o]
+        new_w = [0.0, 0.0]
+        new_w[f] = w[f] + wi * g_ff
+        new_w[o] = w[o] + wi * g_fo
+        new_g = [[0.0, 0.0], [0.0, 0.0]]
+        denom_f = 1.0 - g_ff * g_ff
+        if denom_f > 1e-12:
+            new_g[f][f] = (g_ff + g_ff * g_ff) / denom_f
+            new_g[f][o] = (g_fo + g_ff * g_fo) / denom_f
+        denom_o = 1.0 - g_of * g_fo
+        if denom_o > 1e-12:
+            new_g[o][o] = (g_oo + g_of * g_fo) / denom_o
+            new_g[o][f] = (g_of + g_of * g_ff) / denom_o
         w, g = new_w, new_g
     return adjusted[: len(primary)], adjusted[len(primary) :]

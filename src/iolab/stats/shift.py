@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from iolab.stats import ranks
 from iolab.stats._nulls import (
@@ -33,8 +32,7 @@ from iolab.stats._nulls import (
     signed_rank_exact_p,
     signed_rank_lower_count,
 )
-
-_EXACT_MAX_N = 50  # scipy's exact rank tests are used up to this size when there are no ties
+from iolab.stats.normal import ndtr
 
 
 @dataclass(frozen=True)
@@ -58,28 +56,75 @@ def from_pct(pct: float) -> float:
     return math.log1p(pct / 100.0)
 
 
-def _has_ties(x: NDArray[np.float64]) -> bool:
-    return bool(np.unique(x).size < x.size)
+def _normal_p(z: float, alternative: str) -> float:
+    """p of a standardised statistic: "greater" P(Z >= z), "less" P(Z <= z), two-sided
+    both tails of |z| (scipy's `_get_pvalue` with its simple normal)."""
+    if alternative == "less":
+        return ndtr(z)
+    if alternative == "greater":
+        return ndtr(-z)
+    return 2.0 * ndtr(-abs(z))
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator with IEEE's answers for a zero denominator (numpy's)."""
+    if denominator != 0:
+        return numerator / denominator
+    if numerator == 0 or math.isnan(numerator):
+        return math.nan
+    return math.copysign(math.inf, numerator)
+
+
+def mwu_normal_p(x: NDArray[np.float64], y: NDArray[np.float64], alternative: str) -> float:
+    """Mann–Whitney U p of "x shifted against y" by the normal approximation with tie and
+    continuity corrections — the statistic, variance and arithmetic of scipy's
+    `mannwhitneyu(x, y, method="asymptotic")`, without importing scipy.stats."""
+    n1, n2 = x.size, y.size
+    doubled, ties = ranks.doubled_midranks(np.concatenate([x, y]))
+    u1 = int(doubled[:n1].sum()) / 2 - n1 * (n1 + 1) / 2
+    u2 = n1 * n2 - u1
+    if alternative == "greater":
+        u, factor = u1, 1
+    elif alternative == "less":
+        u, factor = u2, 1
+    else:
+        u, factor = max(u1, u2), 2
+    n = n1 + n2
+    t = ties.astype(float)
+    tie_term = float(np.sum(t**3 - t))
+    s = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    z = _ratio(u - n1 * n2 / 2 - 0.5, s)
+    return min(1.0, max(0.0, ndtr(-z) * factor))
+
+
+def signed_rank_normal_p(d: NDArray[np.float64], alternative: str) -> float:
+    """Wilcoxon signed-rank p of non-zero d by the normal approximation with tie correction
+    and no continuity correction (scipy's `wilcoxon(d, method="approx")`, computed alike)."""
+    count = float(d.size)
+    doubled, ties = ranks.doubled_midranks(np.abs(d))
+    r_plus = int(doubled[d > 0].sum()) / 2
+    mean = count * (count + 1.0) * 0.25
+    t = ties.astype(float)
+    tie_term = float(np.sum(t**3 - t))
+    se = math.sqrt((count * (count + 1.0) * (2.0 * count + 1.0) - tie_term / 2) / 24)
+    return _normal_p(_ratio(r_plus - mean, se), alternative)
 
 
 def mwu_p(a: NDArray[np.float64], b: NDArray[np.float64], alternative: str = "two-sided") -> float:
     """Mann–Whitney U p-value of B against A: exact without ties (m*n <= 10^4), exact with ties
-    up to 60 values in all (stats.ranks), else scipy (exact up to 50 per side without ties,
-    normal approximation with tie correction)."""
+    up to 60 values in all (stats.ranks), else the normal approximation with tie correction.
+    (Without ties and up to 50 per side m*n <= 2,500: always exact.)"""
     fast = mwu_exact_p(a, b, alternative)
     if fast is not None:
         return fast
     if a.size + b.size <= ranks.EXACT_MAX:
         return ranks.mwu_tied_p(a, b, alternative)
-    exact = max(a.size, b.size) <= _EXACT_MAX_N and not _has_ties(np.concatenate([a, b]))
-    method = "exact" if exact else "asymptotic"
-    res = stats.mannwhitneyu(b, a, alternative=alternative, method=method)
-    return float(min(1.0, res.pvalue))
+    return mwu_normal_p(b, a, alternative)
 
 
 def signed_rank_p(d: NDArray[np.float64], alternative: str = "two-sided") -> float:
     """Wilcoxon signed-rank p-value of within-block log ratios (zeros dropped, as Wilcoxon did):
-    exact without ties up to 400 pairs, exact with ties up to 60 (stats.ranks), else scipy's
+    exact without ties up to 400 pairs, exact with ties up to 60 (stats.ranks), else the
     normal approximation with tie correction."""
     nz = d[d != 0]
     if nz.size == 0:
@@ -89,23 +134,49 @@ def signed_rank_p(d: NDArray[np.float64], alternative: str = "two-sided") -> flo
         return fast
     if nz.size <= ranks.EXACT_MAX:
         return ranks.signed_rank_tied_p(nz, alternative)
-    exact = nz.size <= _EXACT_MAX_N and not _has_ties(np.abs(nz))
-    method = "exact" if exact else "approx"
-    res = stats.wilcoxon(nz, alternative=alternative, method=method, zero_method="wilcox")
-    return float(min(1.0, res.pvalue))
+    return min(1.0, signed_rank_normal_p(nz, alternative))
+
+
+def unpaired_breakpoints(
+    log_a: NDArray[np.float64], log_b: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The m*n differences log b_j - log a_i, sorted: the estimate and every interval of the
+    unpaired shift are order statistics of these."""
+    return np.sort(np.subtract.outer(log_b, log_a).ravel())
+
+
+def sorted_median(values: NDArray[np.float64]) -> float:
+    """np.median of an already sorted array, without sorting it again (same arithmetic)."""
+    n = values.size
+    half = n // 2
+    if n % 2:
+        return float(values[half])
+    return float(np.mean(values[half - 1 : half + 1]))
+
+
+def interval(
+    breakpoints: NDArray[np.float64], k: int, estimate: float, rejects: bool
+) -> tuple[float | None, float | None]:
+    """[B_(k), B_(N+1-k)] of the sorted breakpoints (None without an interval), made to
+    agree with the test at 0 (`ranks.agree_at_zero`)."""
+    lo = float(breakpoints[k - 1]) if k >= 1 else None
+    hi = float(breakpoints[breakpoints.size - k]) if k >= 1 else None
+    return ranks.agree_at_zero(lo, hi, estimate, breakpoints, rejects)
 
 
 def unpaired_shift(
-    log_a: NDArray[np.float64], log_b: NDArray[np.float64], alpha: float
+    log_a: NDArray[np.float64],
+    log_b: NDArray[np.float64],
+    alpha: float,
+    diffs: NDArray[np.float64] | None = None,
+    p_value: float | None = None,
 ) -> ShiftEstimate:
-    diffs = np.sort(np.subtract.outer(log_b, log_a).ravel())
+    """`diffs` (`unpaired_breakpoints`) and `p_value` when the caller has them already."""
+    diffs = unpaired_breakpoints(log_a, log_b) if diffs is None else diffs
     m, n = log_a.size, log_b.size
-    k = mwu_lower_count(m, n, alpha)
-    lo = float(diffs[k - 1]) if k >= 1 else None
-    hi = float(diffs[m * n - k]) if k >= 1 else None
-    p_value = mwu_p(log_a, log_b)
-    estimate = float(np.median(diffs))
-    lo, hi = ranks.agree_at_zero(lo, hi, estimate, diffs, p_value <= alpha)
+    p_value = mwu_p(log_a, log_b) if p_value is None else p_value
+    estimate = sorted_median(diffs)
+    lo, hi = interval(diffs, mwu_lower_count(m, n, alpha), estimate, p_value <= alpha)
     return ShiftEstimate(
         estimate=estimate,
         ci_low=lo,
@@ -122,15 +193,18 @@ def walsh_averages(d: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.sort((d[i] + d[j]) / 2.0)
 
 
-def paired_shift(d: NDArray[np.float64], alpha: float) -> ShiftEstimate:
-    w = walsh_averages(d)
+def paired_shift(
+    d: NDArray[np.float64],
+    alpha: float,
+    walsh: NDArray[np.float64] | None = None,
+    p_value: float | None = None,
+) -> ShiftEstimate:
+    """`walsh` (`walsh_averages(d)`) and `p_value` when the caller has them already."""
+    w = walsh_averages(d) if walsh is None else walsh
     n = d.size
-    k = signed_rank_lower_count(n, alpha)
-    lo = float(w[k - 1]) if k >= 1 else None
-    hi = float(w[w.size - k]) if k >= 1 else None
-    p_value = signed_rank_p(d)
-    estimate = float(np.median(w))
-    lo, hi = ranks.agree_at_zero(lo, hi, estimate, w, p_value <= alpha)
+    p_value = signed_rank_p(d) if p_value is None else p_value
+    estimate = sorted_median(w)
+    lo, hi = interval(w, signed_rank_lower_count(n, alpha), estimate, p_value <= alpha)
     return ShiftEstimate(
         estimate=estimate,
         ci_low=lo,

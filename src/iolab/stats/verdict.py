@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
-
 from iolab.model.metrics import Direction
+from iolab.stats.normal import ppf
 from iolab.stats.types import Verdict
 
 
@@ -67,15 +66,15 @@ def runs_needed(
     """
     if log_sd is None or not math.isfinite(log_sd) or log_sd <= 0:
         return None
-    z_pow = float(stats.norm.ppf(power))
+    z_pow = ppf(power)
     var = log_sd**2 * (1.0 if paired else 2.0) * math.pi / 3.0
     candidates: list[float] = []
     if log_shift != 0:
-        z = float(stats.norm.ppf(1 - alpha / 2))
+        z = ppf(1 - alpha / 2)
         candidates.append(var * ((z + z_pow) / abs(log_shift)) ** 2)
     distance = margin_log - abs(log_shift)
     if distance > 0:
-        z = float(stats.norm.ppf(1 - alpha))
+        z = ppf(1 - alpha)
         candidates.append(var * ((z + z_pow) / distance) ** 2)
     if not candidates:
         return cap

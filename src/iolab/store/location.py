@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 ENV = "IOLAB_DB"
@@ -56,3 +57,15 @@ def sqlite_read_only_uri(path: Path) -> str:
     opened `immutable` there: nobody can be writing it anyway."""
     writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
     return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if writable else "&immutable=1")
+
+
+def same_text(stored: Any, wanted: Any) -> bool:
+    """Cell values compare as text, so a selector's `writers=10` matches a stored 10 (both
+    readers of a store filter cells with this)."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return text(stored) == text(wanted)

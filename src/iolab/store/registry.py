@@ -117,6 +117,33 @@ def set_status(
         session.commit()
 
 
+def update_details(store: Store, regression_id: int, details: dict[str, Any], note: str) -> None:
+    """Replace an entry's details and log why (an event that keeps its status)."""
+    with store._session(write=True) as session:
+        row = session.execute(
+            select(regressions.c.status).where(regressions.c.id == regression_id)
+        ).first()
+        if row is None:
+            raise StoreError(f"no regression {regression_id} in the registry")
+        session.execute(
+            update(regressions).where(regressions.c.id == regression_id).values(details=details)
+        )
+        session.execute(
+            insert(regression_events),
+            [
+                {
+                    "regression_id": regression_id,
+                    "at": _now(),
+                    "old_status": row.status,
+                    "new_status": row.status,
+                    "note": note,
+                    "evidence_run_id": None,
+                }
+            ],
+        )
+        session.commit()
+
+
 def entries(
     store: Store, status: Sequence[str] | None = None, ids: Sequence[int] | None = None
 ) -> list[Regression]:

@@ -222,7 +222,7 @@ regressions = Table(
     Column("case_key", Text, nullable=False),
     Column("case", JSON, nullable=False),
     Column("dedup_key", Text, nullable=False),
-    Column("origin", String(16), nullable=False),  # history | compare | ab | bisect
+    Column("origin", String(16), nullable=False),  # history | compare | ab | bisect | lkp
     Column("introduced_run_id", Integer, _fk("runs.id", "SET NULL")),
     Column("last_good_run_id", Integer, _fk("runs.id", "SET NULL")),
     Column("introduced_at", UTCDateTime()),

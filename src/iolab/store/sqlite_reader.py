@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from typing import Any, Self
 from iolab.errors import StoreError
 from iolab.model.sample import RunInfo, Sample
 from iolab.store import convert
-from iolab.store.location import sqlite_read_only_uri
+from iolab.store.location import same_text, sqlite_read_only_uri
 from iolab.store.revision import VERSION_TABLE, known_heads
 
 BUSY_TIMEOUT_MS = 30_000  # as the SQLAlchemy engine's (store/engine.py)
@@ -151,27 +151,69 @@ class SQLiteReader:
             raise StoreError(f"no run {run_id} in the store")
         return found[0]
 
+    def labels(self) -> list[str]:
+        """Every label in use, sorted (as `Store.labels`)."""
+        with self._snapshot() as db:
+            query = "SELECT DISTINCT label FROM runs WHERE label IS NOT NULL"
+            return sorted(str(row[0]) for row in _tuples(db, query, ()))
+
+    def variants(self, run_id: int) -> list[str]:
+        """Variant names of a run, in the order first stored (as `Store.variants`)."""
+        query = (
+            "SELECT variant, min(id) AS first FROM samples WHERE run_id = ? AND variant IS NOT "
+            "NULL GROUP BY variant ORDER BY first"
+        )
+        with self._snapshot() as db:
+            return [str(row[0]) for row in _tuples(db, query, (run_id,))]
+
+    def cells(self, run_id: int) -> list[dict[str, Any]]:
+        """The distinct matrix cells of a run, in the order first stored (as `Store.cells`)."""
+        query = (
+            "SELECT cell, min(id) AS first FROM samples WHERE run_id = ? GROUP BY cell_key "
+            "ORDER BY first"
+        )
+        with self._snapshot() as db:
+            return [dict(json.loads(row[0])) for row in _tuples(db, query, (run_id,))]
+
     # -- samples --------------------------------------------------------------------------
 
     def samples(
         self,
         run_id: int | None = None,
-        *,
+        label: str | None = None,
+        variant: str | None = None,
+        cell: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
         status: str | None = "ok",
+        *,
+        host: str | None = None,
         metrics: Sequence[str] | None = None,
         with_jobs: bool = True,
         with_histograms: bool = True,
     ) -> list[Sample]:
         """Samples in the order they were stored, with their run's label and tags, metrics
-        and bins (as `Store.samples` with these filters)."""
+        and bins (as `Store.samples` with the same filters: `cell` values compare as text,
+        `tags` must all be on the run)."""
         conditions: list[str] = []
         params: list[Any] = []
-        if run_id is not None:
-            conditions.append("s.run_id = ?")
-            params.append(run_id)
+        for column, value in (
+            ("s.run_id", run_id),
+            ("r.label", label),
+            ("s.variant", variant),
+            ("s.host", host),
+        ):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                params.append(value)
         if status is not None:
             conditions.append("s.status = ?")
             params.append(status)
+        for key, value in (tags or {}).items():
+            conditions.append(
+                "EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = s.run_id "
+                "AND t.key = ? AND t.value = ?)"
+            )
+            params += [key, value]
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         query = (
             f"SELECT {_SAMPLE_COLUMNS} FROM samples s JOIN runs r ON r.id = s.run_id "
@@ -181,12 +223,14 @@ class SQLiteReader:
             found = {
                 row["id"]: convert.sample_of(row, row["run_label"], with_jobs)
                 for row in db.execute(query, params)
+                if not cell
+                or all(k in row["cell"] and same_text(row["cell"][k], v) for k, v in cell.items())
             }
             if not found:
                 return []
-            tags = _tags_of(db, sorted({s.run_id for s in found.values()}))
+            run_tags = _tags_of(db, sorted({s.run_id for s in found.values()}))
             for sample in found.values():
-                sample.tags = dict(tags.get(sample.run_id, {}))
+                sample.tags = dict(run_tags.get(sample.run_id, {}))
             job = "" if with_jobs else "AND job = ''"
             names = list(metrics) if metrics is not None else None
             for ids in _chunks(list(found)):

@@ -36,6 +36,7 @@ from iolab.model.result import Result
 from iolab.model.sample import RunInfo, Sample, case_key
 from iolab.store import convert
 from iolab.store.engine import WRITE_OPTION
+from iolab.store.location import same_text
 from iolab.store.schema import histograms, metrics, run_tags, runs, samples
 from iolab.store.schema import metrics as metrics_table
 
@@ -55,15 +56,7 @@ def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
         yield ids[i : i + _CHUNK]
 
 
-def _same(stored: Any, wanted: Any) -> bool:
-    """Cell values compare as text, so a selector's `writers=10` matches a stored 10."""
-
-    def text(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
-
-    return text(stored) == text(wanted)
+_same = same_text  # cell values compare as text (store/location.py)
 
 
 class Store:

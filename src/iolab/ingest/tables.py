@@ -1,0 +1,37 @@
+"""Pieces every comparison-table reader shares: numbers as printed, and a caption line."""
+
+from __future__ import annotations
+
+import math
+import re
+
+# A number as the tables print it: 25998829, 1.06, -0.1, 5.513e+08, .5
+NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+
+
+_FIGURE = re.compile(r"^[+-]?\.?\d")
+
+
+def number(text: str | None) -> float | None:
+    """The printed figure as a float; None for no figure (or one Python cannot hold)."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def caption_above(lines: list[str], index: int, skip: int = 0) -> str | None:
+    """The nearest non-blank line above `index` (after `skip` header lines), stripped of a
+    trailing colon: "dbench60 results", "config-network-tbench", "1-socket Skylake"."""
+    i = index - 1 - skip
+    while i >= 0 and not lines[i].strip():
+        i -= 1
+    if i < 0 or index - i > 3:  # a caption sits right above its table, not paragraphs away
+        return None
+    text = lines[i].strip().rstrip(":").strip()
+    if text.startswith(("```", "~~~", "│")) or sum(1 for w in text.split() if _FIGURE.match(w)) > 2:
+        return None  # a code fence, or a row of the table above
+    return text[:200] or None
