@@ -25,6 +25,7 @@ from typing import Any
 
 from iolab.analysis.select import Selector, resolve
 from iolab.errors import SelectorError
+from iolab.kernels.design import boot_design
 from iolab.model.metrics import Direction, direction_prefixes
 from iolab.model.sample import RunInfo, Sample
 from iolab.report.model import Group, LatencyRow, LatencySummary, Report
@@ -165,6 +166,9 @@ def by_report(
             groups.append(_group(baseline, other, dict(k), base, new, paired, runs, options))
     if not groups:
         raise SelectorError(f"{sel.text!r}: no cell holds samples of both {baseline} and others")
+    design = boot_design(samples)
+    if design is not None:
+        warnings.append(design)
     label = f"run {sel.run_id}"
     return Report(
         a=f"{label} {by}={baseline}",

@@ -11,11 +11,15 @@ import click
 from rich.console import Console
 
 from iolab.bisect import driver
+from iolab.bisect import kernels as kernel_bisect
 from iolab.bisect.summary import conclude
 from iolab.bisect.target import Prepared
 from iolab.cli.options import (
+    check_fleet_store,
     check_levels,
     check_plan_or_resume,
+    fleet_options,
+    fleet_source,
     margin_option,
     parse_duration,
     refuse_with_resume,
@@ -85,6 +89,22 @@ class ConsoleProgress(driver.Progress):
 
 @click.command("bisect")
 @click.argument("plan_path", metavar="[PLAN]", required=False)
+@click.argument("more_kernels", nargs=-1, metavar="")
+@click.option(
+    "--kernels",
+    "first_kernel",
+    default=None,
+    metavar="R1 R2 … Rn",
+    help="Bisect over these kernel releases, good first, bad last (on a --fleet: docs/kernels.md).",
+)
+@click.option(
+    "--kernels-from",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="The releases, one a line, good first.",
+)
+@fleet_options
 @click.option("--repo", type=click.Path(file_okay=False), help="The git repository.")
 @click.option("--good", default=None, metavar="REV", help="A commit without the regression.")
 @click.option("--bad", default=None, metavar="REV", help="A later commit with it.")
@@ -140,6 +160,12 @@ class ConsoleProgress(driver.Progress):
 def command(
     ctx: click.Context,
     plan_path: str | None,
+    more_kernels: tuple[str, ...],
+    first_kernel: str | None,
+    kernels_from: str | None,
+    fleet: str | None,
+    hosts: int,
+    broker: str | None,
     repo: str | None,
     good: str | None,
     bad: str | None,
@@ -159,6 +185,19 @@ def command(
     """Find the commit between --good and --bad that changed PLAN's KPI: the ends first,
     then each candidate against both ends in randomized blocks, then the culprit against its
     parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known."""
+    if first_kernel is not None or kernels_from is not None:
+        kernels = [*([first_kernel] if first_kernel else []), *more_kernels]
+        if kernels_from is not None:
+            if kernels:
+                raise IolabError("give --kernels or --kernels-from, not both")
+            kernels = kernel_bisect.read_list(Path(kernels_from))
+        _kernels(ctx, plan_path, kernels, fleet, hosts, broker, kpi, alpha, margin, max_blocks,
+                 search, format_name, resume, quiet)  # fmt: skip
+        return
+    if more_kernels:
+        raise IolabError(f"unexpected argument {more_kernels[0]!r} (one PLAN)")
+    if fleet is not None:
+        raise IolabError("a commit bisect runs here; --fleet is for --kernels")
     check_plan_or_resume(plan_path, resume)
     refuse_with_resume(ctx, resume, _RUN_OPTIONS, "bisect run")
     if resume is None and (repo is None or good is None or bad is None):
@@ -215,6 +254,78 @@ def command(
             )
             sys.exit(EXIT_INTERRUPTED)
         report = conclude(setup, outcome, status)
+    finally:
+        store.close()
+    renderers = {
+        "table": bisect_text.render_table,
+        "markdown": bisect_text.render_markdown,
+        "json": bisect_json.render,
+    }
+    click.echo(renderers[format_name](report), nl=False)
+    code = EXIT_BY_RESULT[outcome.kind]
+    if code:
+        sys.exit(code)
+
+
+def _kernels(
+    ctx: click.Context,
+    plan_path: str | None,
+    kernels: list[str],
+    fleet: str | None,
+    hosts: int,
+    broker: str | None,
+    kpi: str | None,
+    alpha: float,
+    margin: float,
+    max_blocks: int,
+    search: str,
+    format_name: str,
+    resume: int | None,
+    quiet: bool,
+) -> None:
+    """`bisect PLAN --kernels R1 … Rn --fleet CLASS`: the engine over kernel releases."""
+    if resume is not None:
+        raise IolabError("a kernel bisect cannot be resumed yet; start it again")
+    if plan_path is None:
+        raise IolabError("bisect --kernels needs a PLAN")
+    if fleet is None:
+        raise IolabError(
+            "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab worker`, "
+            "docs/kernels.md)"
+        )
+    check_levels(alpha, margin)
+    kernel_bisect.check_kernels(kernels)
+    plan = load_plan(plan_path)
+    kernel_bisect.kernel_plan(plan, kernels)
+    check_fleet_store(ctx, fleet)
+    console = Console(stderr=True, soft_wrap=True)
+    store = open_store(store_location(ctx))
+    try:
+        source = fleet_source(store, fleet, hosts, broker)
+        assert source is not None
+        setup = kernel_bisect.start(
+            store, plan, kernels, kpi=kpi, alpha=alpha, margin_pct=margin,
+            max_blocks=max_blocks, search=search,
+        )  # fmt: skip
+        if not quiet:
+            console.print(
+                f"bisect run {setup.run_id}: {len(kernels) - 1} candidate kernels, "
+                f"KPI {setup.kpi}, seed {setup.run.seed}, on fleet {fleet}",
+                highlight=False,
+                markup=False,
+            )
+
+        def progress(block: int, measure: Measure, s: kernel_bisect.KernelSetup) -> None:
+            if not quiet:
+                names = " ".join(s.release(i) for i in measure.arms)
+                console.print(f"block {block} · {measure.phase} · {names}", markup=False)
+
+        try:
+            outcome, status = kernel_bisect.run(setup, source, progress)
+        except KeyboardInterrupt:
+            click.echo(f"iolab: bisect run {setup.run_id} interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        report = kernel_bisect.conclude(store, setup, outcome, status)
     finally:
         store.close()
     renderers = {

@@ -94,6 +94,13 @@ def run(
 @click.option("--file", "files", multiple=True, metavar="FILE", help="In /run/iolab-cmd.")
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
 @click.option("--wait", "wait_s", default=300.0, show_default=True, help="Seconds to boot.")
+@click.option(
+    "--hooks",
+    "hooks_file",
+    default=None,
+    metavar="FILE",
+    help="A TOML file whose [hooks] go into the guest's host config (docs/kernels.md).",
+)
 def up(
     name: str,
     kernels: str,
@@ -104,6 +111,7 @@ def up(
     files: tuple[str, ...],
     memory_mib: int,
     wait_s: float,
+    hooks_file: str | None,
 ) -> None:
     """Start guest NAME as a fleet host on this machine (the image built if missing)."""
     from iolab.guest import hosts, image, recipe
@@ -122,8 +130,29 @@ def up(
         files=_files(files),
         memory_mib=memory_mib,
         wait_s=wait_s,
+        hooks=_hooks(hooks_file),
     )
     click.echo(f"{host.name}: up on {host.booted or chosen[0]} (pid {host.pid})")
+
+
+def _hooks(path: str | None) -> dict[str, list[str]] | None:
+    from pathlib import Path
+
+    from iolab.kernels import hooks
+
+    if path is None:
+        return None
+    return {k: list(v) for k, v in hooks.load(Path(path)).items()}
+
+
+@command.command("power-cycle")
+@click.argument("name")
+def power_cycle(name: str) -> None:
+    """Cut guest NAME's power and switch it on again (its power_cycle hook)."""
+    from iolab.guest import hosts
+
+    host = hosts.power_cycle(name)
+    click.echo(f"{host.name}: power-cycled (pid {host.pid})")
 
 
 @command.command("down")

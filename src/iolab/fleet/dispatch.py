@@ -10,7 +10,13 @@ Celery message to the class's queue, and learns what became of them by polling t
   long while a host of the class sits idle → a new attempt (attempt + 1), which any host of
   the class may take; the host that went silent is marked offline, and quarantined when it
   stays away;
-- `refused` and `failed` end the run with the reason (as they would end a local run).
+- `refused` and `failed` end the run with the reason (as they would end a local run);
+- `booting` (a kernel plan's host boots the next sample's kernel, docs/kernels.md) → sent
+  again, to that host only, once it is back with a new boot id and the kernel asked for;
+  back on another kernel → `wrong_kernel` (the host is quarantined; the block goes to
+  another host, or the run ends when none is left); not back within the boot timeout →
+  `lost` and a new attempt, after its `power_cycle` hook if it has one, else quarantined.
+  A host whose lease was lost (3 missed heartbeats) is power-cycled too when it has one.
 
 A message that could not be published (redis-server down) is published again on the next
 poll.  A resumed run adopts its blocks' attempts: finished blocks are not measured again,
@@ -21,15 +27,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import subprocess
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from iolab.errors import LabError, RefusedError, StoreError
-from iolab.fleet.app import TASK, class_queue, make_app
+from iolab.fleet.app import TASK, class_queue, host_queue, make_app
 from iolab.fleet.config import DEFAULT_VISIBILITY_S, heartbeat_s
 from iolab.fleet.worker import Job
 from iolab.model.sample import Sample
@@ -53,6 +61,7 @@ class FleetSettings:
     max_attempts: int = 5
     claim_timeout_s: float | None = None  # default: 3 heartbeats
     quarantine_after_s: float | None = None  # default: 5 heartbeats
+    boot_timeout_s: float = 900.0  # a booting host must be back within this long
 
     @property
     def grace_s(self) -> float:
@@ -60,7 +69,24 @@ class FleetSettings:
 
 
 def settings(host_class: str, hosts: int, broker_url: str) -> FleetSettings:
-    return FleetSettings(host_class, hosts, broker_url, heartbeat_s())
+    return FleetSettings(
+        host_class, hosts, broker_url, heartbeat_s(), boot_timeout_s=boot_timeout_s()
+    )
+
+
+def boot_timeout_s() -> float:
+    """$IOLAB_FLEET_BOOT_TIMEOUT_S, else 900 s (a real server's firmware alone can take 5
+    minutes; a QEMU guest under TCG boots in under one)."""
+    text = os.environ.get("IOLAB_FLEET_BOOT_TIMEOUT_S")
+    if not text:
+        return 900.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise LabError(f"IOLAB_FLEET_BOOT_TIMEOUT_S={text!r} is not a number of seconds") from None
+    if not 1 <= value <= 86400:
+        raise LabError("IOLAB_FLEET_BOOT_TIMEOUT_S must be between 1 and 86400 seconds")
+    return value
 
 
 def longest_block_s(cases: Sequence[Case]) -> float:
@@ -81,6 +107,7 @@ class FleetBlocks:
         self._ready: deque[tuple[int, list[Sample]]] = deque()
         self._latest = {a.block: a for a in leases.attempts(self.store, run.run_id)}
         self.after_decision: list[int] = []
+        self._variants: dict[int, tuple[str, ...]] = {}  # block -> the variants it measures
 
     # -- BlockSource ----------------------------------------------------------------------
 
@@ -92,8 +119,13 @@ class FleetBlocks:
         return [*self._flight, *(b for b, _ in self._ready)]
 
     def start(self, block: int, cases: Sequence[Case] = ()) -> None:
+        """Block `block` of the plan: all its cases, or `cases` (whole variants: a bisect's
+        arms)."""
         if cases:
-            raise ValueError("a fleet runs whole blocks of the plan")
+            names = tuple(c.variant for c in cases if c.variant is not None)
+            if len(names) != len(cases):
+                raise ValueError("a fleet runs a block's cases by variant")
+            self._variants[block] = names
         latest = self._latest.get(block)
         if latest is not None and latest.state == "finished":
             self._ready.append((block, self._samples(block)))
@@ -164,11 +196,12 @@ class FleetBlocks:
             plan.path or plan.name,
             self.run.seed,
             plan.profile,
+            self._variants.get(attempt.block, ()),
         )
+        # an attempt sent again after its host booted goes to that host only
+        queue = host_queue(attempt.host) if attempt.host else class_queue(self.fleet.host_class)
         try:
-            self.app.send_task(
-                TASK, kwargs={"job": job.to_json()}, queue=class_queue(self.fleet.host_class)
-            )
+            self.app.send_task(TASK, kwargs={"job": job.to_json()}, queue=queue)
         except Exception as exc:  # kombu/redis: broker down; published again on next poll
             log.warning("could not publish %s: %s", job.title, exc)
             return
@@ -181,6 +214,7 @@ class FleetBlocks:
         ):
             if gone.host:
                 leases.set_host_state(store, gone.host, "offline", f"lost {_title(gone)}")
+                self._power_cycle(gone.host, f"lost {_title(gone)}")
         self._quarantine()
         now = leases.server_now(store)
         current = {a.id: a for a in leases.attempts(store, run_id)}
@@ -214,6 +248,90 @@ class FleetBlocks:
                 raise LabError(f"block {block} failed on host {attempt.host}: {attempt.reason}")
             elif state == "revoked":
                 del self._flight[block]
+            elif state == "booting":
+                self._booting(block, attempt, now)
+            elif state == "wrong_kernel":
+                del self._flight[block]
+                self._wrong_kernel(block, attempt)
+
+    # -- kernels (docs/kernels.md) ---------------------------------------------------------
+
+    def _booting(self, block: int, attempt: Attempt, now: Any) -> None:
+        """A host booting for a sample: back on the kernel asked for → send the attempt
+        again; back on another → wrong_kernel; not back in time → power cycle, then lost."""
+        host = next((h for h in leases.hosts(self.store) if h.name == attempt.host), None)
+        fresh = timedelta(seconds=self.fleet.grace_s)
+        back = (
+            host is not None
+            and host.boot_id
+            and host.boot_id != attempt.boot_from
+            and host.heartbeat_at is not None
+            and now - host.heartbeat_at < fresh
+            and host.state in ("idle", "busy")
+        )
+        if back and host is not None:
+            if host.kernel == attempt.boot_kernel:
+                leases.requeue_booted(self.store, attempt.id)  # sent on the next poll
+                return
+            leases.end(
+                self.store,
+                attempt.id,
+                "wrong_kernel",
+                f"host {host.name} came back on {host.kernel}, not {attempt.boot_kernel}",
+            )
+            return  # the next poll sees wrong_kernel
+        started = attempt.boot_at or attempt.created_at
+        if now - started < timedelta(seconds=self.fleet.boot_timeout_s):
+            return
+        name = attempt.host or "?"
+        why = f"not back from booting {attempt.boot_kernel} within {self.fleet.boot_timeout_s:g} s"
+        if not leases.end(self.store, attempt.id, "lost", why, only_from=("booting",)):
+            return
+        del self._flight[block]
+        if self._power_cycle(name, why):  # it comes back on its default kernel: a new attempt
+            self._retry(block, replace(attempt, state="lost", reason=why + "; power-cycled"))
+            return
+        leases.set_host_state(self.store, name, "offline", why)
+        leases.set_host_state(self.store, name, "quarantined", why)
+        self._retry(block, replace(attempt, state="lost", reason=why))
+
+    def _wrong_kernel(self, block: int, attempt: Attempt) -> None:
+        """Nothing of the sample was stored.  The host is quarantined (its boot setup is
+        wrong, not its luck); the block goes to another host of the class, if any."""
+        name = attempt.host or "?"
+        leases.set_host_state(self.store, name, "quarantined", f"wrong_kernel: {attempt.reason}")
+        others = [
+            h
+            for h in leases.hosts(self.store, self.fleet.host_class)
+            if h.name != name and h.state in ("idle", "busy") and not h.drained
+        ]
+        if not others:
+            self.abandon()
+            raise LabError(
+                f"block {block}: wrong_kernel on host {name} ({attempt.reason}); no other "
+                f"host of class {self.fleet.host_class} to run it (nothing of it was stored)"
+            )
+        self._retry(block, attempt)
+
+    def _power_cycle(self, name: str, why: str) -> bool:
+        """Run the host's out-of-band power hook (IPMI, a PDU, virsh), if it has one."""
+        host = next((h for h in leases.hosts(self.store) if h.name == name), None)
+        if host is None or not host.power_cycle:
+            return False
+        log.warning("host %s: %s; power-cycling it (%s)", name, why, host.power_cycle[0])
+        try:
+            proc = subprocess.run(
+                list(host.power_cycle), capture_output=True, text=True, timeout=300, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("host %s: power_cycle hook failed: %s", name, exc)
+            return False
+        if proc.returncode != 0:
+            log.warning("host %s: power_cycle hook exited %d", name, proc.returncode)
+            return False
+        # offline until its worker is back; not a silent host to quarantine
+        leases.set_host_state(self.store, name, "offline", "power-cycled by the controller")
+        return True
 
     def _retry(self, block: int, attempt: Attempt) -> None:
         if attempt.attempt >= self.fleet.max_attempts:
@@ -229,14 +347,20 @@ class FleetBlocks:
         """Queued past the claim timeout while a live host of the class is idle: its
         message was lost (a broker restarted without its data)."""
         limit = self.fleet.claim_timeout_s or 3 * self.fleet.heartbeat_s
+        if attempt.boot_kernel is not None:  # sent again after a boot: its host only
+            limit = max(limit, self.fleet.boot_timeout_s)
         if attempt.sent_at is None or now - attempt.sent_at < timedelta(seconds=limit):
             return False
         fresh = timedelta(seconds=self.fleet.grace_s)
+        # an idle host that started since the message was sent (back from a power cycle)
+        # has had no time to take it yet
+        waited = timedelta(seconds=limit)
         return any(
             h.state == "idle"
             and not h.drained
             and h.heartbeat_at is not None
             and now - h.heartbeat_at < fresh
+            and (h.started_at is None or now - h.started_at > waited)
             for h in leases.hosts(self.store, self.fleet.host_class)
         )
 

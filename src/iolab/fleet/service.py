@@ -57,6 +57,8 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
         kernel=kernel(),
         boot_id=boot_id(),
         devices=config.devices,
+        cmdline=_cmdline(),
+        power_cycle=config.hooks.get("power_cycle"),
     )
     beat = Beat(store, config)
     beat.beat()
@@ -91,6 +93,14 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
         with contextlib.suppress(IolabError):
             leases.set_host_state(store, config.name, "offline", "worker stopped")
     return int(worker.exitcode or 0)
+
+
+def _cmdline() -> str | None:
+    try:
+        with open("/proc/cmdline") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
 
 
 def systemd_unit(executable: str) -> str:

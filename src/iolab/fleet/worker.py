@@ -33,7 +33,7 @@ from iolab.errors import IolabError, LabError, PlanError, RefusedError, StoreErr
 from iolab.fleet.config import HostConfig
 from iolab.lab.runner import LabSession, SampleFailed, preflight
 from iolab.model.sample import Sample
-from iolab.plan.model import Plan
+from iolab.plan.model import Case, Plan
 from iolab.store import leases
 from iolab.store.store import Store
 
@@ -65,9 +65,11 @@ class Job:
     plan_name: str
     seed: int
     profile: str | None
+    variants: tuple[str, ...] = ()  # only these variants' cases (a bisect's arms); (): all
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "variants": list(self.variants),
             "v": JOB_VERSION,
             "run_id": self.run_id,
             "block": self.block,
@@ -96,6 +98,9 @@ def parse_job(data: object) -> Job:
     profile = data.get("profile")
     if profile is not None and not isinstance(profile, str):
         raise ValueError("job field 'profile' is not text")
+    variants = data.get("variants") or []
+    if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
+        raise ValueError("job field 'variants' is not a list of names")
     return Job(
         data["run_id"],
         data["block"],
@@ -105,6 +110,7 @@ def parse_job(data: object) -> Job:
         data["plan_name"],
         data["seed"],
         profile,
+        tuple(variants),
     )
 
 
@@ -257,13 +263,18 @@ class Worker:
             return self._end(attempt_id, "refused", exc.message, job)
         except IolabError as exc:  # a tool missing here, no room for the images: not this host
             return self._end(attempt_id, "infra_error", exc.message, job)
+        chosen = tuple(c for c in plan.cases if not job.variants or c.variant in job.variants)
+        if not chosen:
+            return self._end(attempt_id, "refused", "no case of the plan is asked for", job)
+        if plan.switches_kernels:
+            return self._run_kernels(job, attempt_id, plan, chosen)
         sink = BufferSink(self.beat)
         session = LabSession(
             plan, sink, job.run_id, job.seed, self.config.destroy_data, host=self.config.name
         )
         try:
             with session:
-                session.run_block(job.block)
+                session.run_block(job.block, cases=chosen if job.variants else ())
         except LeaseLost as exc:
             return f"{job.title}: {exc.message}"
         except SampleFailed as exc:
@@ -278,6 +289,24 @@ class Worker:
         if not stored:
             return f"{job.title}: the lease ended before the block did; not stored"
         return f"{job.title}: {len(sink.samples)} samples stored"
+
+    def _run_kernels(self, job: Job, attempt_id: int, plan: Plan, chosen: tuple[Case, ...]) -> str:
+        """A block across boots (iolab.fleet.kernel_blocks); its samples are stored one by
+        one, so a failure here ends the attempt and a new one goes on from the store."""
+        from iolab.fleet import kernel_blocks
+
+        try:
+            return kernel_blocks.run(self, job, attempt_id, plan, chosen)
+        except kernel_blocks.LeaseGone as exc:
+            return f"{job.title}: {exc.message}"
+        except SampleFailed as exc:
+            return self._end(attempt_id, "failed", exc.message, job)
+        except RefusedError as exc:
+            return self._end(attempt_id, "refused", exc.message, job)
+        except IolabError as exc:
+            return self._end(attempt_id, "infra_error", exc.message, job)
+        except Exception as exc:  # a bug or the machine: the controller tries again
+            return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
 
     def _end(self, attempt_id: int, state: str, reason: str, job: Job) -> str:
         _retry(lambda: leases.end(self.store, attempt_id, state, reason))

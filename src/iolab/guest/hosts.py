@@ -18,6 +18,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,12 +100,18 @@ def _env_line(key: str, value: str) -> str:
     return f'{key}="{escaped}"\n'
 
 
-def _host_toml(name: str, host_class: str) -> str:
-    return (
-        f'name = "{name}"\nclass = "{host_class}"\n'
-        "allow_commands = false\n\n[hooks]\n"
-        'check = ["uname", "-r"]\n'
-    )
+def _host_toml(name: str, host_class: str, hooks: dict[str, list[str]] | None = None) -> str:
+    """The guest's host config: no boot hook (the built-in kexec), and the out-of-band power
+    hook run by the controller on this machine: `iolab guest power-cycle NAME`."""
+    table = {"power_cycle": [sys.executable, "-m", "iolab", "guest", "power-cycle", name]}
+    table.update(hooks or {})
+    lines = [f'name = "{name}"', f'class = "{host_class}"', "allow_commands = false"]
+    hb = os.environ.get("IOLAB_FLEET_HEARTBEAT_S")
+    if hb:
+        lines.append(f"heartbeat_s = {float(hb)!r}")
+    lines += ["", "[hooks]"]
+    lines += [f"{k} = {json.dumps(list(v))}" for k, v in sorted(table.items())]
+    return "\n".join(lines) + "\n"
 
 
 def service_script(nonce: str, command: str) -> str:
@@ -137,6 +144,7 @@ def up(
     files: dict[str, bytes] | None = None,
     memory_mib: int = 1024,
     wait_s: float = 300.0,
+    hooks: dict[str, list[str]] | None = None,
 ) -> GuestHost:
     """Start guest `name` on `kernel` as a fleet host; returns once it reported its boot
     (within `wait_s`; 0: at once).  The service is `iolab worker` unless `command` is given."""
@@ -158,11 +166,16 @@ def up(
             + _env_line("IOLAB_DB", fwd[1].url)
             + _env_line("IOLAB_GUEST_NAME", name)
             + _env_line("IOLAB_GUEST_CLASS", host_class)
+            + "".join(
+                _env_line(k, os.environ[k])
+                for k in ("IOLAB_FLEET_HEARTBEAT_S",)
+                if os.environ.get(k)
+            )
         )
         payload = {
             "nonce": nonce.encode(),
             "env": env.encode(),
-            "host.toml": _host_toml(name, host_class).encode(),
+            "host.toml": _host_toml(name, host_class, hooks).encode(),
             "service": service_script(nonce, command or default_command(name, host_class)).encode(),
             **(files or {}),
         }
@@ -184,6 +197,7 @@ def up(
         )
         proc = vm.start(spec, path / "qemu.log", detached=True)
         state = {
+            "spec": _spec_json(spec),
             "name": name,
             "class": host_class,
             "pid": proc.pid,
@@ -199,6 +213,63 @@ def up(
         shutil.rmtree(path, ignore_errors=True)
         raise
     return _wait_booted(name, proc.pid, wait_s)
+
+
+def _spec_json(spec: vm.VmSpec) -> dict[str, object]:
+    return {
+        "kernel": str(spec.kernel),
+        "initrd": str(spec.initrd),
+        "cmdline": spec.cmdline,
+        "disks": [[str(d.path), d.format, d.readonly] for d in spec.disks],
+        "memory_mib": spec.memory_mib,
+        "forwards": list(spec.forwards),
+    }
+
+
+def power_cycle(name: str) -> GuestHost:
+    """Pull the plug and switch it on again: QEMU killed (a power cut: nothing in the guest
+    is told), then started anew on the same overlay, which boots its first kernel as a
+    machine's firmware would.  What the controller's `power_cycle` hook runs for a guest."""
+    check_name(name)
+    path = state_root() / name
+    try:
+        state = json.loads((path / "state.json").read_text())
+    except (OSError, ValueError):
+        raise IolabError(f"no guest named {name}") from None
+    _kill(int(state["pid"]))
+    raw = state["spec"]
+    spec = vm.VmSpec(
+        kernel=Path(raw["kernel"]),
+        initrd=Path(raw["initrd"]),
+        cmdline=str(raw["cmdline"]),
+        disks=tuple(vm.Disk(Path(p), f, bool(ro)) for p, f, ro in raw["disks"]),
+        out=path / "service.log",
+        console=path / "console.log",
+        pidfile=path / "qemu.pid",
+        memory_mib=int(raw["memory_mib"]),
+        forwards=tuple(int(p) for p in raw["forwards"]),
+        reboot_exits=False,
+    )
+    proc = vm.start(spec, path / "qemu.log", detached=True)
+    state.update(pid=proc.pid, start=process_start(proc.pid))
+    state["power_cycles"] = int(state.get("power_cycles", 0)) + 1
+    tmp = path / "state.json.tmp"
+    tmp.write_text(json.dumps(state) + "\n")
+    tmp.replace(path / "state.json")
+    host = _read(path)
+    assert host is not None
+    return host
+
+
+def _kill(pid: int) -> None:
+    """SIGTERM then SIGKILL QEMU's session (its socat helpers go with it)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sig)
+        for _ in range(50):
+            if not running(pid, None):
+                return
+            time.sleep(0.1)
 
 
 def _wait_booted(name: str, pid: int, wait_s: float) -> GuestHost:
@@ -270,17 +341,7 @@ def down(name: str) -> bool:
         return False
     host = _read(path)
     if host is not None and host.alive:
-        # QEMU leads its own session: its socat helpers go with it
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(host.pid, sig)
-            for _ in range(50):
-                if not running(host.pid, None):
-                    break
-                time.sleep(0.1)
-            else:
-                continue
-            break
+        _kill(host.pid)  # QEMU leads its own session: its socat helpers go with it
     shutil.rmtree(path)
     return True
 

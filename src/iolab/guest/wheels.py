@@ -14,6 +14,10 @@ from pathlib import Path
 
 from iolab.errors import LabError
 
+# The guest's Python (Debian 12's python3): markers are judged for it, not for this one
+# (redis needs async-timeout below 3.11.3, which a newer Python here does not install).
+GUEST_PYTHON = {"python_version": "3.11", "python_full_version": "3.11.2"}
+
 
 def _closure(root: str) -> dict[str, str]:
     """name -> installed version of every distribution `root` needs (no extras of its own)."""
@@ -22,31 +26,41 @@ def _closure(root: str) -> dict[str, str]:
 
     found: dict[str, str] = {}
     todo: list[tuple[str, frozenset[str]]] = [(root, frozenset())]
+    seen: set[tuple[str, frozenset[str]]] = set()
     while todo:
         name, extras = todo.pop()
-        dist = metadata.distribution(name)
+        if (canonicalize_name(name), extras) in seen:
+            continue
+        seen.add((canonicalize_name(name), extras))
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # the guest's only (see below): pip resolves it, without its own deps
         for text in dist.requires or []:
             req = Requirement(text)
-            envs = [{"extra": e} for e in (extras or {""})]
+            envs = [{**GUEST_PYTHON, "extra": e} for e in (extras or {""})]
             if req.marker is not None and not any(req.marker.evaluate(env) for env in envs):
                 continue
             key = canonicalize_name(req.name)
+            todo.append((req.name, frozenset(req.extras)))  # again with other extras
             if key in found:
                 continue
             try:
                 found[key] = metadata.version(req.name)
             except metadata.PackageNotFoundError:
-                raise LabError(
-                    f"guest image: {req.name} (needed by {name}) is not installed here; "
-                    "run `make deps`"
-                ) from None
-            todo.append((req.name, frozenset(req.extras)))
+                # only the guest's Python needs it: the newest the requirement allows
+                found[key] = "" if not req.specifier else str(req.specifier)
+                continue
     return found
 
 
 def pinned() -> tuple[str, ...]:
     """`name==version` of iolab's runtime dependencies, sorted."""
-    return tuple(sorted(f"{n}=={v}" for n, v in _closure("iolab").items()))
+    return tuple(
+        sorted(
+            f"{n}=={v}" if v and v[0].isdigit() else f"{n}{v}" for n, v in _closure("iolab").items()
+        )
+    )
 
 
 def build_wheelhouse(requirements: tuple[str, ...], into: Path) -> None:

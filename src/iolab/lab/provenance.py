@@ -80,7 +80,20 @@ def host() -> dict[str, Any]:
         "cpus_online": _read(Path("/sys/devices/system/cpu/online")),
         "mem_total_bytes": _mem_total_bytes(),
         "python": platform.python_version(),
+        # which boot: a new id at every boot (kexec too); the build id tells two builds of one
+        # release apart (docs/kernels.md)
+        "boot_id": _read(Path("/proc/sys/kernel/random/boot_id")),
+        "kernel_build_id": _kernel_build_id(),
     }
+
+
+def _kernel_build_id() -> str | None:
+    from iolab.kernels.boot import NOTES, build_id
+
+    try:
+        return build_id(NOTES.read_bytes())
+    except OSError:
+        return None
 
 
 def _has(tool: str) -> bool:

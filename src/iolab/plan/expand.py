@@ -31,6 +31,7 @@ from iolab.plan.sections import (
     check_keys,
     present,
     read_allow_paths,
+    read_cmdline,
     read_filesystem,
     read_fio_overrides,
     read_kernel,
@@ -57,6 +58,7 @@ PLAN_KEYS = (
     "baseline",
     "profiles",
     "allow_paths",
+    "reboot",
     "requires",
 )
 PROFILE_KEYS = tuple(
@@ -71,6 +73,7 @@ MAX_CASES = 10_000
 DIMENSION_PATHS = {
     "fs": "filesystem.type",
     "scheduler": "knobs.queue.scheduler",
+    "kernel": "kernel",
     "raid": "target.raid",
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
@@ -238,6 +241,7 @@ class _Builder:
             variants=tuple(variants),
             baseline=baseline,
             matrix={d.name: tuple(str(v.value) for v in d.values) for d in dims},
+            reboot=self._reboot(entries),
             requires=read_requires(present(self.root.items(), "requires")),
         )
 
@@ -262,6 +266,13 @@ class _Builder:
     def _seed(self, entries: dict[str, Node]) -> int | None:
         node = present(entries, "seed")
         return None if node is None else read_int(node, 0)
+
+    def _reboot(self, entries: dict[str, Node]) -> Literal["per-sample", "per-switch"]:
+        node = present(entries, "reboot")
+        if node is None:
+            return "per-sample"
+        choice = read_choice(node, ["per-sample", "per-switch"])
+        return "per-switch" if choice == "per-switch" else "per-sample"
 
     def _on_failure(self, entries: dict[str, Node]) -> Literal["continue", "stop"]:
         node = present(entries, "on_failure")
@@ -463,6 +474,7 @@ class _Builder:
         cpus_node = present(entries, "cpus")
         timeout_node = present(entries, "timeout")
         kernel, cmdline = read_kernel(present(entries, "kernel"))
+        cmdline += read_cmdline(present(entries, "cmdline"))
         key_parts = ([variant] if variant else []) + [f"{k}={v.value}" for k, v in cell.items()]
         return Case(
             index=index,

@@ -25,7 +25,10 @@ CONFIG_KEYS = (
     "cpus",
     "timeout",
     "kernel",
+    "cmdline",
 )
+# Configuration keys that are one value, so a matrix path may name them alone (`kernel`).
+SCALAR_KEYS = ("kernel", "cmdline", "timeout")
 # knobs: sysctls, the top devices' queues, the members' / paths' queues, the md array's own
 KNOB_GROUPS = ("sysctl", "queue", "member_queue", "md")
 SYSCTL_ROOTS = ("vm.", "kernel.", "fs.", "dev.", "net.", "abi.", "debug.", "user.")
@@ -102,7 +105,8 @@ def path_override(path: str, value: Node, at: Node) -> Node:
     """
     parts = path.split(".")
     head = parts[0]
-    if head not in CONFIG_KEYS or len(parts) < 2 or "" in parts:
+    single = head in SCALAR_KEYS and len(parts) == 1
+    if head not in CONFIG_KEYS or (len(parts) < 2 and not single) or "" in parts:
         at.fail(
             f"path {path!r} does not name a setting; it starts with one of "
             f"{', '.join(CONFIG_KEYS)}{did_you_mean(head, CONFIG_KEYS)}"

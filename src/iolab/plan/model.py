@@ -36,6 +36,7 @@ FsType = Literal["ext4", "xfs", "btrfs"]
 WorkloadKind = Literal["fio", "xfs_io", "dd", "command"]
 MkfsWhen = Literal["per-sample", "per-run"]
 OnFailure = Literal["continue", "stop"]
+Reboot = Literal["per-sample", "per-switch"]
 
 # Monitor names a plan may list (iolab.monitors implements them).  A monitor that cannot run
 # for a case (jbd2 on xfs) reports itself unavailable at run time; the plan does not refuse it.
@@ -207,8 +208,9 @@ class Case:
     # /sys/block/<member>/queue settings of every md member / multipath path
     member_queue: dict[str, str] = field(default_factory=dict)
     md: dict[str, str] = field(default_factory=dict)  # /sys/block/mdX/md/<name> -> value
-    # the kernel the case must run on (`uname -r`), and kernel command line additions; None:
-    # whatever this host runs.  A case naming a kernel runs only where kernels can be booted.
+    # the kernel the case must run on (`uname -r`), and the words its boot adds to the
+    # kernel command line (`kernel: {cmdline}` and `cmdline:`); None: whatever this host
+    # runs.  A case naming either runs only where kernels can be booted (docs/kernels.md).
     kernel: str | None = None
     kernel_cmdline: tuple[str, ...] = ()
 
@@ -236,6 +238,15 @@ class Plan:
     # (STACK_REQUIREMENTS) is met when every case's target is that stack; any other name is
     # a target iolab cannot make, and iolab run refuses the plan.
     requires: dict[str, str] = field(default_factory=dict)
+    # with kernels: a boot before every sample (the boot is the unit of replication), or
+    # only when the kernel changes (docs/kernels.md)
+    reboot: Reboot = "per-sample"
+
+    @property
+    def switches_kernels(self) -> bool:
+        """Some case names a kernel or command line additions: it runs only where a worker
+        can boot them (a fleet host or a guest)."""
+        return any(c.kernel is not None or c.kernel_cmdline for c in self.cases)
 
     def requirements(self) -> frozenset[str]:
         """What the plan needs of a host: the stated names and those its targets imply
@@ -243,10 +254,10 @@ class Plan:
         implied = {name for case in self.cases for name in implied_requirements(case.target)}
         return frozenset(implied | set(self.requires))
 
-    def elsewhere(self) -> str | None:
-        """Why this plan cannot run on this host's lab (kernels to boot, a stated target
-        requirement its own target does not build), or None when the lab may try (whether
-        the kernel has the modules a stack needs is the lab's preflight's question)."""
+    def unmeetable(self) -> str | None:
+        """Why no lab can run this plan as written (a stated target requirement its own
+        target does not build), or None when the lab may try (whether the kernel has the
+        modules a stack needs is the lab's preflight's question)."""
         unmet = []
         for name, text in self.requires.items():
             kinds = sorted({c.target.kind for c in self.cases if name not in
@@ -258,13 +269,23 @@ class Plan:
                 unmet.append(f"{what}, but a target is {'/'.join(kinds)}")
         if unmet:
             return f"the plan requires a target this lab cannot make here ({'; '.join(unmet)})"
-        kernels = sorted({c.kernel for c in self.cases if c.kernel is not None})
-        if kernels:
-            return (
-                f"the plan's cases name kernels ({', '.join(kernels)}); they run on a host "
-                "that boots kernels (a fleet host or a guest), not in this process"
-            )
         return None
+
+    def elsewhere(self) -> str | None:
+        """Why this plan cannot run in this process's lab: a requirement no lab here meets,
+        or kernels to boot (a fleet's), or None."""
+        return self.unmeetable() or self.needs_worker()
+
+    def needs_worker(self) -> str | None:
+        """Why this plan cannot run in this process (kernels to boot), or None."""
+        if not self.switches_kernels:
+            return None
+        kernels = sorted({c.kernel for c in self.cases if c.kernel is not None})
+        what = f"kernels ({', '.join(kernels)})" if kernels else "kernel command lines"
+        return (
+            f"the plan's cases name {what}; they run on a fleet whose hosts run `iolab worker` "
+            "and boot them (--fleet CLASS; a guest: `iolab guest up`), not in this process"
+        )
 
     def cases_of(self, variant: str | None) -> tuple[Case, ...]:
         """The cases of one variant, in matrix order."""

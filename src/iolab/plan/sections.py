@@ -712,11 +712,29 @@ def read_kernel(node: Node | None) -> tuple[str | None, tuple[str, ...]]:
         release_node = found
         cmd_node = present(entries, "cmdline")
         if cmd_node is not None:
-            cmdline = _words(cmd_node)
+            cmdline = read_cmdline(cmd_node)
     release = read_str(release_node, "a kernel release as `uname -r` prints it")
     if not _RELEASE.fullmatch(release):
         release_node.fail(f"{release!r} is not a kernel release like 6.1.0-47-cloud-amd64")
     return release, cmdline
+
+
+_CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.,:/=+@%-]+")
+MAX_CMDLINE = 1024
+
+
+def read_cmdline(node: Node | None) -> tuple[str, ...]:
+    """`cmdline: "mitigations=off ext4.x=1"` (or a list): words added to the kernel's command
+    line when a case's kernel is booted; plain words only, so no hook ever sees a quote."""
+    if node is None or node.value is None:
+        return ()
+    words = read_str_list(node) if node.is_list else tuple(read_str(node).split())
+    for word in words:
+        if not _CMDLINE_WORD.fullmatch(word):
+            node.fail(f"command line word {word!r}: letters, digits and _.,:/=+@%- only")
+    if len(" ".join(words)) > MAX_CMDLINE:
+        node.fail(f"command line additions longer than {MAX_CMDLINE} characters")
+    return words
 
 
 def read_requires(node: Node | None) -> dict[str, str]:

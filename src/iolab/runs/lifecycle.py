@@ -108,18 +108,22 @@ def check(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
-    _runs_here(plan)
+    _runs_here(plan, here=here)
     if here:
         preflight(plan, destroy_data=destroy_data)
     return Checked(plan, kind, destroy_data)
 
 
-def _runs_here(plan: Plan) -> None:
-    """Refuse (one line, exit 3) a plan whose cases need kernels booted or a target this lab
-    cannot make (`requires:`), before anything is touched."""
-    why = plan.elsewhere()
+def _runs_here(plan: Plan, *, here: bool) -> None:
+    """Refuse, before anything is touched: a plan naming a target no lab here can make
+    (`requires:`, exit 3), and one naming kernels when its blocks would run in this process
+    (exit 2: it needs a fleet whose workers boot them, docs/kernels.md)."""
+    why = plan.unmeetable()
     if why is not None:
         raise RefusedError(f"{plan.path or plan.name}: refusing: {why}")
+    why = plan.needs_worker() if here else None
+    if why is not None:
+        raise PlanError(f"{plan.path or plan.name}: {why}")
 
 
 def start(
@@ -157,7 +161,7 @@ def reopen(
     plan = load_plan(info.plan_path, profile)
     if info.plan_hash and plan.sha256 != info.plan_hash:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
-    _runs_here(plan)
+    _runs_here(plan, here=here)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     if here:
         preflight(plan, destroy_data=destroy_data)

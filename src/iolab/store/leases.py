@@ -6,8 +6,14 @@ and the controller expiring it — cannot both win:
 
     queued ──claim──▶ running ──store_block──▶ finished
        │                 │──end──▶ failed | infra_error | refused
-       │                 └──expire──▶ lost | timed_out
+       │                 │──expire──▶ lost | timed_out
+       │                 └──begin_boot──▶ booting ──requeue──▶ queued (same host)
+       │                                     └──▶ wrong_kernel | lost (not back in time)
        └──▶ lost (never claimed) | revoked (not needed any more)
+
+`booting` (docs/kernels.md): the host's worker asked for a kernel and ended its task; no
+task spans a reboot.  The controller sends the attempt again, to that host only, once the
+host is back with a new boot id and the kernel asked for.
 
 Times are the database server's clock (`now()` on PostgreSQL), so hosts whose clocks differ
 still agree on a heartbeat's age.
@@ -20,14 +26,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, func, insert, or_, select, update
 
 from iolab.model.sample import Sample
 from iolab.store.schema import block_attempts, fleet_hosts
 from iolab.store.store import Store
 
-LIVE = ("queued", "running")
-TERMINAL = ("finished", "failed", "infra_error", "timed_out", "lost", "refused", "revoked")
+LIVE = ("queued", "running", "booting")
+TERMINAL = (
+    "finished",
+    "failed",
+    "infra_error",
+    "timed_out",
+    "lost",
+    "refused",
+    "revoked",
+    "wrong_kernel",
+)
 HOST_STATES = ("idle", "busy", "offline", "quarantined")
 
 
@@ -47,6 +62,9 @@ class Attempt:
     claimed_at: datetime | None
     heartbeat_at: datetime | None
     ended_at: datetime | None
+    boot_kernel: str | None = None  # `booting`: the release it waits for
+    boot_from: str | None = None  # `booting`: the boot id the host left
+    boot_at: datetime | None = None  # `booting`: since when (the boot timeout counts)
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,8 @@ class HostRow:
     boot_id: str | None
     current_job: str | None
     devices: list[str]
+    cmdline: str | None = None
+    power_cycle: list[str] | None = None
 
 
 def db_now(conn: Connection) -> datetime:
@@ -131,13 +151,15 @@ def mark_sent(store: Store, attempt_id: int) -> None:
 
 def claim(store: Store, run_id: int, block: int, attempt: int, host: str) -> Attempt | None:
     """Take the queued attempt for `host`; None when it is not queued (running elsewhere,
-    finished, expired, revoked: a redelivered or duplicate message measures nothing)."""
+    finished, expired, revoked: a redelivered or duplicate message measures nothing), or is
+    queued again after a boot of another host (it continues there only)."""
     c = block_attempts.c
     with store._session(write=True) as conn:
         now = db_now(conn)
         done = conn.execute(
             update(block_attempts)
             .where(c.run_id == run_id, c.block == block, c.attempt == attempt, c.state == "queued")
+            .where(or_(c.host.is_(None), c.host == host))
             .values(state="running", host=host, claimed_at=now, heartbeat_at=now)
         )
         conn.commit()
@@ -201,6 +223,39 @@ def add_guarded(store: Store, attempt_id: int, sample: Sample) -> int | None:
         sample_id = Store._insert_sample(conn, sample)
         conn.commit()
         return sample_id
+
+
+def begin_boot(store: Store, attempt_id: int, kernel: str, boot_from: str) -> bool:
+    """running → booting: the host boots `kernel` and its task ends; False when the lease
+    was no longer running (nothing is booted then)."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        done = conn.execute(
+            update(block_attempts)
+            .where(c.id == attempt_id, c.state == "running")
+            .values(
+                state="booting",
+                reason=f"booting {kernel}",
+                boot_kernel=kernel,
+                boot_from=boot_from,
+                boot_at=db_now(conn),
+            )
+        )
+        conn.commit()
+        return done.rowcount == 1
+
+
+def requeue_booted(store: Store, attempt_id: int) -> bool:
+    """booting → queued (same host, sent again): the host is back on the kernel asked for."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        done = conn.execute(
+            update(block_attempts)
+            .where(c.id == attempt_id, c.state == "booting")
+            .values(state="queued", reason=None, sent_at=None)
+        )
+        conn.commit()
+        return done.rowcount == 1
 
 
 def end(
@@ -321,6 +376,8 @@ def register_host(
     kernel: str,
     boot_id: str,
     devices: Sequence[str],
+    cmdline: str | None = None,
+    power_cycle: Sequence[str] | None = None,
 ) -> HostRow:
     """A worker's start: its row made or refreshed (drained and quarantined are kept)."""
     h = fleet_hosts.c
@@ -331,6 +388,8 @@ def register_host(
             kernel=kernel,
             boot_id=boot_id,
             devices=list(devices),
+            cmdline=cmdline,
+            power_cycle=list(power_cycle) if power_cycle else None,
             heartbeat_at=now,
             started_at=now,
             current_job=None,

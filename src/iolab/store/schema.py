@@ -154,6 +154,8 @@ fleet_hosts = Table(
     Column("boot_id", String(64)),
     Column("current_job", String(255)),
     Column("devices", JSON, nullable=False),
+    Column("cmdline", Text),  # /proc/cmdline of the boot the worker started in
+    Column("power_cycle", JSON),  # the host's out-of-band hook (argv), run by the controller
 )
 
 # One attempt at one block of a run: the lease (docs/fleet.md "The state machine").  The
@@ -177,6 +179,10 @@ block_attempts = Table(
     Column("claimed_at", UTCDateTime()),
     Column("heartbeat_at", UTCDateTime()),
     Column("ended_at", UTCDateTime()),
+    # `booting` (docs/kernels.md): the release it waits for, the boot id left, since when
+    Column("boot_kernel", String(255)),
+    Column("boot_from", String(64)),
+    Column("boot_at", UTCDateTime()),
     Index("uq_block_attempts_run_id_block_attempt", "run_id", "block", "attempt", unique=True),
     Index("ix_block_attempts_state", "state"),
 )

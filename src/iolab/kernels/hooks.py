@@ -1,0 +1,108 @@
+"""A host's kernel hooks: argument lists from its config, and the built-in kexec default.
+
+Hooks come from the `[hooks]` table of the host's own config (the fleet's host.toml):
+
+    [hooks]
+    boot = ["/usr/local/sbin/boot-kernel", "{kernel}", "{cmdline}"]
+    check = ["/usr/local/sbin/check-kernel", "{kernel}"]
+    install = ["apt-get", "install", "-y", "{package}"]
+    power_cycle = ["ipmitool", "-H", "bmc-01", "chassis", "power", "cycle"]
+
+Placeholders: {kernel} (the release), {cmdline} (the full new command line, one argument),
+{additions} (the plan's words, one argument), {vmlinuz}, {initrd} (/boot paths of the
+release), {package} (linux-image-{kernel}).  Each is one argument: nothing is ever parsed by
+a shell.  Without a `boot` hook the host kexecs (`kexec -l`, then `systemctl kexec`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolab.errors import IolabError
+
+NAMES = ("boot", "check", "install", "power_cycle")
+BOOT_DIR = Path("/boot")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to boot: a release, the command line it gets, and the plan's additions."""
+
+    kernel: str
+    cmdline: str
+    additions: tuple[str, ...] = ()
+
+    @property
+    def vmlinuz(self) -> str:
+        return str(BOOT_DIR / f"vmlinuz-{self.kernel}")
+
+    @property
+    def initrd(self) -> str:
+        return str(BOOT_DIR / f"initrd.img-{self.kernel}")
+
+    def values(self) -> dict[str, str]:
+        return {
+            "kernel": self.kernel,
+            "cmdline": self.cmdline,
+            "additions": " ".join(self.additions),
+            "vmlinuz": self.vmlinuz,
+            "initrd": self.initrd,
+            "package": f"linux-image-{self.kernel}",
+        }
+
+
+def expand(argv: Sequence[str], target: Target) -> list[str]:
+    """`argv` with placeholders filled, each word on its own (no shell ever sees them)."""
+    values = target.values()
+    out = []
+    for word in argv:
+        for key, value in values.items():
+            word = word.replace("{" + key + "}", value)
+        out.append(word)
+    return out
+
+
+def default_boot(target: Target) -> list[list[str]]:
+    """kexec: load the release with its initrd and the new command line, then let systemd
+    stop every service cleanly and jump into it (no firmware, no bootloader)."""
+    return [
+        [
+            "kexec",
+            "-l",
+            target.vmlinuz,
+            f"--initrd={target.initrd}",
+            f"--command-line={target.cmdline}",
+        ],
+        ["systemctl", "kexec"],
+    ]
+
+
+def boot_commands(hooks: Mapping[str, Sequence[str]], target: Target) -> list[list[str]]:
+    argv = hooks.get("boot")
+    return [expand(argv, target)] if argv else default_boot(target)
+
+
+def load(path: Path | None) -> dict[str, tuple[str, ...]]:
+    """The `[hooks]` table of a host config file (None or a missing default: no hooks)."""
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise IolabError(f"{path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise IolabError(f"{path}: not TOML: {exc}") from None
+    table = data.get("hooks", {})
+    if not isinstance(table, dict):
+        raise IolabError(f"{path}: [hooks] must be a table of argument lists")
+    hooks: dict[str, tuple[str, ...]] = {}
+    for name, argv in table.items():
+        if name not in NAMES:
+            raise IolabError(f"{path}: unknown hook {name!r}; hooks: {', '.join(NAMES)}")
+        if not isinstance(argv, list) or not argv or not all(isinstance(w, str) for w in argv):
+            raise IolabError(f"{path}: hooks.{name} must be a non-empty list of strings")
+        hooks[name] = tuple(argv)
+    return hooks
