@@ -158,6 +158,19 @@ def newest_run(fleet: Fleet) -> int:
         return store.runs()[-1].id
 
 
+def new_run(fleet: Fleet, known: set[int]) -> int:
+    """The run a controller just started: running, and not one of `known` (a run an earlier
+    test's controller left behind must not be taken for it)."""
+    found: list[int] = []
+
+    def started() -> bool:
+        found[:] = [r.id for r in _runs(fleet) if r.id not in known and r.status == "running"]
+        return bool(found)
+
+    wait_for(started, 30, "the run")
+    return found[-1]
+
+
 def attempts(fleet: Fleet, run_id: int) -> list[Attempt]:
     with open_store(fleet.db) as store:
         return leases.attempts(store, run_id)
@@ -311,9 +324,9 @@ def test_worker_killed_mid_block(hosts: Fleet, tmp_path: Path) -> None:
 
 def test_redis_restarted(hosts: Fleet, tmp_path: Path) -> None:
     plan = write_plan(tmp_path, runtime="2", repeat=6)
+    known = {r.id for r in _runs(hosts)}
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
-    wait_for(lambda: any(r.status == "running" for r in _runs(hosts)), 30, "the run")
-    run_id = newest_run(hosts)
+    run_id = new_run(hosts, known)
     wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
     hosts.stop_redis()
     time.sleep(2)
@@ -325,9 +338,9 @@ def test_redis_restarted(hosts: Fleet, tmp_path: Path) -> None:
 
 def test_controller_killed_then_resumed(hosts: Fleet, tmp_path: Path) -> None:
     plan = write_plan(tmp_path, runtime="2", repeat=6)
+    known = {r.id for r in _runs(hosts)}
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
-    wait_for(lambda: any(r.status == "running" for r in _runs(hosts)), 30, "the run")
-    run_id = newest_run(hosts)
+    run_id = new_run(hosts, known)
     wait_for(
         lambda: any(a.state == "finished" for a in attempts(hosts, run_id)), 60, "a block finished"
     )
@@ -340,9 +353,9 @@ def test_controller_killed_then_resumed(hosts: Fleet, tmp_path: Path) -> None:
 
 def test_postgres_restarted(hosts: Fleet, tmp_path: Path) -> None:
     plan = write_plan(tmp_path, runtime="2", repeat=6)
+    known = {r.id for r in _runs(hosts)}
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
-    wait_for(lambda: any(r.status == "running" for r in _runs(hosts)), 30, "the run")
-    run_id = newest_run(hosts)
+    run_id = new_run(hosts, known)
     wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
     hosts.stop_postgres()
     time.sleep(1)
@@ -354,9 +367,9 @@ def test_postgres_restarted(hosts: Fleet, tmp_path: Path) -> None:
 
 def test_link_down_then_up(hosts: Fleet, tmp_path: Path) -> None:
     plan = write_plan(tmp_path, runtime="2", repeat=6)
+    known = {r.id for r in _runs(hosts)}
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
-    wait_for(lambda: any(r.status == "running" for r in _runs(hosts)), 30, "the run")
-    run_id = newest_run(hosts)
+    run_id = new_run(hosts, known)
     wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
     victim = running_on(hosts, run_id)
     assert victim is not None
@@ -372,9 +385,9 @@ def test_link_down_then_up(hosts: Fleet, tmp_path: Path) -> None:
 
 def test_a_host_that_never_comes_back_is_quarantined(hosts: Fleet, tmp_path: Path) -> None:
     plan = write_plan(tmp_path, runtime="2", repeat=9)
+    known = {r.id for r in _runs(hosts)}
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
-    wait_for(lambda: any(r.status == "running" for r in _runs(hosts)), 30, "the run")
-    run_id = newest_run(hosts)
+    run_id = new_run(hosts, known)
     wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
     victim = running_on(hosts, run_id)
     assert victim is not None

@@ -380,7 +380,8 @@ def test_robot_fio_basic_mail_reproduces_through_its_parameters(tmp_path: Path) 
     assert done.exit_code == 0, done.output
     plan = load_plan(str(out))
     quick = load_plan(str(out), "quick")
-    assert plan.cases[0].filesystem.type == "btrfs"
+    fs = plan.cases[0].filesystem
+    assert fs is not None and fs.type == "btrfs"
     job = plan.cases[0].workload.fio_text or ""
     for option in ("rw=write", "bs=4k", "ioengine=pvsync2", "filename=fio_testfile"):
         assert option in job, option

@@ -39,7 +39,7 @@ from typing import Any
 from iolab.errors import LabError, RefusedError, StoreError
 from iolab.fleet.app import TASK, class_queue, host_queue, make_app
 from iolab.fleet.config import DEFAULT_VISIBILITY_S, heartbeat_s
-from iolab.fleet.worker import Job
+from iolab.fleet.worker import Job, retry_store
 from iolab.model.sample import Sample
 from iolab.plan.model import Case
 from iolab.runs.lifecycle import OpenRun
@@ -128,7 +128,7 @@ class FleetBlocks:
             self._variants[block] = names
         latest = self._latest.get(block)
         if latest is not None and latest.state == "finished":
-            self._ready.append((block, self._samples(block)))
+            self._ready.append((block, retry_store(lambda: self._samples(block))))
         elif latest is not None and latest.state in leases.LIVE:
             self._flight[block] = latest  # a resumed run: wait for it
         else:
@@ -178,8 +178,11 @@ class FleetBlocks:
         return self.store.samples(self.run.run_id, status=None, block=block)
 
     def _dispatch(self, block: int) -> None:
-        attempt = leases.new_attempt(
-            self.store, self.run.run_id, block, host_class=self.fleet.host_class
+        # a PostgreSQL restart between two blocks is waited out, as the polls do
+        attempt = retry_store(
+            lambda: leases.new_attempt(
+                self.store, self.run.run_id, block, host_class=self.fleet.host_class
+            )
         )
         self._flight[block] = attempt
         self._latest[block] = attempt
@@ -205,7 +208,7 @@ class FleetBlocks:
         except Exception as exc:  # kombu/redis: broker down; published again on next poll
             log.warning("could not publish %s: %s", job.title, exc)
             return
-        leases.mark_sent(self.store, attempt.id)
+        retry_store(lambda: leases.mark_sent(self.store, attempt.id))
 
     def _poll(self, *, redispatch: bool = True) -> None:
         store, run_id = self.store, self.run.run_id

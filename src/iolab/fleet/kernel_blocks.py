@@ -55,9 +55,11 @@ class GuardedSink:
         if self.worker.beat.lost.is_set():
             raise LeaseGone("the lease expired (missed heartbeats)")
         sample.provenance["boot"] = dict(self.boot_record)
-        from iolab.fleet.worker import _retry
+        from iolab.fleet.worker import retry_store
 
-        sample_id = _retry(lambda: leases.add_guarded(self.worker.store, self.attempt_id, sample))
+        sample_id = retry_store(
+            lambda: leases.add_guarded(self.worker.store, self.attempt_id, sample)
+        )
         if sample_id is None:
             raise LeaseGone("the lease ended before the sample was stored")
         return sample_id

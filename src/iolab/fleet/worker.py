@@ -242,11 +242,13 @@ class Worker:
         except ValueError as exc:
             log.error("a message that is not a job: %s", exc)
             return f"bad job: {exc}"
-        lease = _retry(
+        lease = retry_store(
             lambda: leases.claim(self.store, job.run_id, job.block, job.attempt, self.config.name)
         )
         if lease is None:
-            state = _retry(lambda: leases.state_of(self.store, job.run_id, job.block, job.attempt))
+            state = retry_store(
+                lambda: leases.state_of(self.store, job.run_id, job.block, job.attempt)
+            )
             return f"{job.title}: not measured, the attempt is {state or 'unknown'}"
         self.beat.lost.clear()
         self.beat.current = (lease.id, job.title)
@@ -285,7 +287,7 @@ class Worker:
             return self._end(attempt_id, "infra_error", exc.message, job)
         except Exception as exc:  # a bug or the machine: the controller tries another host
             return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
-        stored = _retry(lambda: leases.store_block(self.store, attempt_id, sink.samples))
+        stored = retry_store(lambda: leases.store_block(self.store, attempt_id, sink.samples))
         if not stored:
             return f"{job.title}: the lease ended before the block did; not stored"
         return f"{job.title}: {len(sink.samples)} samples stored"
@@ -309,11 +311,11 @@ class Worker:
             return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
 
     def _end(self, attempt_id: int, state: str, reason: str, job: Job) -> str:
-        _retry(lambda: leases.end(self.store, attempt_id, state, reason))
+        retry_store(lambda: leases.end(self.store, attempt_id, state, reason))
         return f"{job.title}: {state}: {reason}"
 
 
-def _retry(action: Callable[[], T], *, seconds: float = 600.0) -> T:
+def retry_store(action: Callable[[], T], *, seconds: float = 600.0) -> T:
     """`action()` again while the store cannot be reached (a PostgreSQL restart, a link
     down), for up to `seconds`; the lease rules make a late success harmless."""
     deadline = time.monotonic() + seconds
