@@ -36,6 +36,7 @@ from iolab.errors import (
 from iolab.model.bisect import Measure
 from iolab.plan import load_plan
 from iolab.report import bisect_json, bisect_text
+from iolab.report.bisect_model import BisectReport
 from iolab.store import open_store
 
 EXIT_BY_RESULT = {
@@ -256,15 +257,7 @@ def command(
         report = conclude(setup, outcome, status)
     finally:
         store.close()
-    renderers = {
-        "table": bisect_text.render_table,
-        "markdown": bisect_text.render_markdown,
-        "json": bisect_json.render,
-    }
-    click.echo(renderers[format_name](report), nl=False)
-    code = EXIT_BY_RESULT[outcome.kind]
-    if code:
-        sys.exit(code)
+    _render_and_exit(report, format_name, outcome.kind)
 
 
 def _kernels(
@@ -328,12 +321,17 @@ def _kernels(
         report = kernel_bisect.conclude(store, setup, outcome, status)
     finally:
         store.close()
+    _render_and_exit(report, format_name, outcome.kind)
+
+
+def _render_and_exit(report: BisectReport, format_name: str, kind: str) -> None:
+    """Print the report in its format; exit with the code of the result (0: found)."""
     renderers = {
         "table": bisect_text.render_table,
         "markdown": bisect_text.render_markdown,
         "json": bisect_json.render,
     }
     click.echo(renderers[format_name](report), nl=False)
-    code = EXIT_BY_RESULT[outcome.kind]
+    code = EXIT_BY_RESULT[kind]
     if code:
         sys.exit(code)
