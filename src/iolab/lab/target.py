@@ -121,18 +121,24 @@ def create_loop_images(
     target = Target(created=True)
     for n in range(first, first + count):
         image = image_path(backing, run_id, n, directory)
-        if image.exists():
-            raise LabError(f"{image} exists already: a killed run left it? run `iolab cleanup`")
-        journal.record("unlink", path=str(image))
-        try:
-            with open(image, "wb") as fh:
-                fh.truncate(size)
-        except OSError as exc:
-            raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
-        journal.record("loop", image=str(image))
+        _new_image(journal, image, size)
         device = _attach(image)
         target.devices.append(Device(device, safety.kernel_name(device), str(image)))
     return target
+
+
+def _new_image(journal: Journal, image: Path, size: int) -> None:
+    """A sparse image of `size` bytes, journaled before it exists (unlink) and before any
+    device is attached to it (one `loop` entry detaches every device on it)."""
+    if image.exists():
+        raise LabError(f"{image} exists already: a killed run left it? run `iolab cleanup`")
+    journal.record("unlink", path=str(image))
+    try:
+        with open(image, "wb") as fh:
+            fh.truncate(size)
+    except OSError as exc:
+        raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
+    journal.record("loop", image=str(image))
 
 
 def create_loop_paths(
@@ -156,15 +162,7 @@ def create_loop_paths(
     )
     check_space([(spec, size)])
     image = image_path(backing, run_id, first, directory)
-    if image.exists():
-        raise LabError(f"{image} exists already: a killed run left it? run `iolab cleanup`")
-    journal.record("unlink", path=str(image))
-    try:
-        with open(image, "wb") as fh:
-            fh.truncate(size)
-    except OSError as exc:
-        raise LabError(f"cannot create loop image {image}: {exc.strerror}") from None
-    journal.record("loop", image=str(image))
+    _new_image(journal, image, size)
     target = Target(created=True)
     for _ in range(paths):
         device = _attach(image)
