@@ -107,6 +107,21 @@ class ConsoleProgress(driver.Progress):
 )
 @fleet_options
 @click.option("--repo", type=click.Path(file_okay=False), help="The git repository.")
+@click.option(
+    "--kernel-repo",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Bisect kernel commits of this git repository on a --fleet (with --kernel-build; "
+    "docs/kernels.md).",
+)
+@click.option(
+    "--kernel-build",
+    default=None,
+    metavar="CMD",
+    help="The kernel build hook, run per commit on this machine in a work tree of "
+    "--kernel-repo (split like a shell, not run by one); it writes artifacts and a manifest "
+    "to $IOLAB_KERNEL_OUT.",
+)
 @click.option("--good", default=None, metavar="REV", help="A commit without the regression.")
 @click.option("--bad", default=None, metavar="REV", help="A later commit with it.")
 @click.option(
@@ -168,6 +183,8 @@ def command(
     hosts: int,
     broker: str | None,
     repo: str | None,
+    kernel_repo: str | None,
+    kernel_build: str | None,
     good: str | None,
     bad: str | None,
     build: str | None,
@@ -197,6 +214,13 @@ def command(
         return
     if more_kernels:
         raise IolabError(f"unexpected argument {more_kernels[0]!r} (one PLAN)")
+    if kernel_repo is not None or kernel_build is not None:
+        if repo is not None or build is not None:
+            raise IolabError("--kernel-repo/--kernel-build bisect kernels; --repo/--build commits")
+        _kernel_git(ctx, plan_path, kernel_repo, kernel_build, good, bad, fleet, hosts,
+                    broker, kpi, alpha, margin, max_blocks, search, cache, format_name, resume,
+                    quiet)  # fmt: skip
+        return
     if fleet is not None:
         raise IolabError("a commit bisect runs here; --fleet is for --kernels")
     check_plan_or_resume(plan_path, resume)
@@ -319,6 +343,102 @@ def _kernels(
             click.echo(f"iolab: bisect run {setup.run_id} interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         report = kernel_bisect.conclude(store, setup, outcome, status)
+    finally:
+        store.close()
+    _render_and_exit(report, format_name, outcome.kind)
+
+
+def _kernel_git(
+    ctx: click.Context,
+    plan_path: str | None,
+    kernel_repo: str | None,
+    kernel_build: str | None,
+    good: str | None,
+    bad: str | None,
+    fleet: str | None,
+    hosts: int,
+    broker: str | None,
+    kpi: str | None,
+    alpha: float,
+    margin: float,
+    max_blocks: int,
+    search: str,
+    cache: str | None,
+    format_name: str,
+    resume: int | None,
+    quiet: bool,
+) -> None:
+    """`bisect PLAN --kernel-repo DIR --good REV --bad REV --kernel-build CMD --fleet CLASS`."""
+    from iolab.bisect import kernel_git
+    from iolab.bisect.kernel_build import Built, KernelBuilder
+
+    if resume is not None:
+        raise IolabError(
+            "a kernel bisect cannot be resumed yet; start it again (builds are cached)"
+        )
+    if plan_path is None:
+        raise IolabError("a kernel bisect needs a PLAN")
+    if kernel_repo is None or kernel_build is None or good is None or bad is None:
+        raise IolabError(
+            "a kernel git bisect needs --kernel-repo, --kernel-build, --good and --bad"
+        )
+    if fleet is None:
+        raise IolabError(
+            "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab worker`, "
+            "docs/kernels.md)"
+        )
+    check_levels(alpha, margin)
+    try:
+        argv = tuple(shlex.split(kernel_build))
+    except ValueError as e:
+        raise IolabError(f"--kernel-build: {e}") from None
+    if not argv:
+        raise IolabError("--kernel-build: empty command")
+    plan = load_plan(plan_path)
+    kernel_git.kernel_plan(plan, {})
+    root, shas = kernel_git.commits(Path(kernel_repo), good, bad)
+    check_fleet_store(ctx, fleet)
+    base = Path(cache) if cache else driver.default_cache()
+    builder = KernelBuilder(root, base.resolve() / "kernels", argv)
+    console = Console(stderr=True, soft_wrap=True)
+
+    def say(text: str) -> None:
+        if not quiet:
+            console.print(text, highlight=False, markup=False)
+
+    def on_build(sha: str, built: Built) -> None:
+        if built.ok and built.manifest is not None:
+            how = "cached" if built.cached else "built"
+            say(f"{sha[:12]} {how}: kernel {built.manifest.release}")
+        else:
+            say(f"{sha[:12]} is unbuildable: {built.reason}")
+
+    store = open_store(store_location(ctx))
+    try:
+        source = fleet_source(store, fleet, hosts, broker)
+        assert source is not None
+        setup = kernel_git.start(
+            store, plan, root, shas, builder, kpi=kpi, alpha=alpha, margin_pct=margin,
+            max_blocks=max_blocks, search=search, on_build=on_build,
+        )  # fmt: skip
+        say(
+            f"bisect run {setup.run_id}: {len(shas) - 1} candidate kernel commits, "
+            f"KPI {setup.kpi}, seed {setup.run.seed}, on fleet {fleet}"
+        )
+
+        def progress(block: int, measure: Measure, s: kernel_git.GitKernelSetup) -> None:
+            say(
+                f"block {block} · {measure.phase} · "
+                + " ".join(s.sha(i)[:12] for i in measure.arms)
+            )
+
+        try:
+            outcome, status = kernel_git.run(setup, source, progress, on_build)
+        except KeyboardInterrupt:
+            click.echo(f"iolab: bisect run {setup.run_id} interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        report = kernel_git.conclude(store, setup, outcome, status)
+        kernel_git.drop_artifacts(setup)
     finally:
         store.close()
     _render_and_exit(report, format_name, outcome.kind)

@@ -41,7 +41,7 @@ from iolab.fleet.app import TASK, class_queue, host_queue, make_app
 from iolab.fleet.config import DEFAULT_VISIBILITY_S, heartbeat_s
 from iolab.fleet.worker import Job, retry_store
 from iolab.model.sample import Sample
-from iolab.plan.model import Case
+from iolab.plan.model import Case, Plan
 from iolab.runs.lifecycle import OpenRun
 from iolab.store import leases
 from iolab.store.leases import Attempt
@@ -171,6 +171,12 @@ class FleetBlocks:
                 leases.end(
                     self.store, attempt.id, "revoked", "the run ended", only_from=("queued",)
                 )
+
+    def use_plan(self, plan: Plan) -> None:
+        """Send `plan` from now on: a git-range kernel bisect's plan gains a variant per
+        commit it has built (the cases already sent are in it unchanged)."""
+        self.run = replace(self.run, plan=plan)
+        self.block_timeout_s = max(self.block_timeout_s, longest_block_s(plan.cases) + 600)
 
     # -- inside ---------------------------------------------------------------------------
 

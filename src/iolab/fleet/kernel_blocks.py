@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iolab.errors import LabError
@@ -133,8 +134,17 @@ def _needs_boot(plan: Plan, case: Case, judged: switch.Judged, mine: bool) -> bo
 
 def _boot(worker: Worker, job: Job, attempt_id: int, case: Case, position: int) -> str:
     release = case.kernel or boot.current().release
+    from iolab.kernels import artifacts
+
+    def fetch(kernel: str) -> list[Path]:
+        return artifacts.fetch(worker.store, job.run_id, kernel)
+
     req, commands = switch.prepare(
-        release, case.kernel_cmdline, host_hooks=worker.config.hooks, token=token(job, position)
+        release,
+        case.kernel_cmdline,
+        host_hooks=worker.config.hooks,
+        token=token(job, position),
+        fetch=fetch,
     )
     if not leases.begin_boot(worker.store, attempt_id, release, req.from_boot_id):
         switch.clear()

@@ -10,7 +10,10 @@ Hooks come from the `[hooks]` table of the host's own config (the fleet's host.t
 
 Placeholders: {kernel} (the release), {cmdline} (the full new command line, one argument),
 {additions} (the plan's words, one argument), {vmlinuz}, {initrd} (/boot paths of the
-release), {package} (linux-image-{kernel}).  Each is one argument: nothing is ever parsed by
+release), {package} (linux-image-{kernel}), and for a kernel built by a git-range bisect
+{artifact} (the first built file, fetched from the store: iolab.kernels.artifacts) and
+{artifacts} (every built file, one argument each; only as a whole word), e.g.
+`install = ["dpkg", "-i", "{artifact}"]`.  Each is one argument: nothing is ever parsed by
 a shell.  Without a `boot` hook the host kexecs (`kexec -l`, then `systemctl kexec`).
 """
 
@@ -34,6 +37,7 @@ class Target:
     kernel: str
     cmdline: str
     additions: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()  # local paths of the release's built files, if any
 
     @property
     def vmlinuz(self) -> str:
@@ -51,14 +55,26 @@ class Target:
             "vmlinuz": self.vmlinuz,
             "initrd": self.initrd,
             "package": f"linux-image-{self.kernel}",
+            "artifact": self.artifacts[0] if self.artifacts else "",
         }
+
+
+ARTIFACT_WORDS = ("{artifact}", "{artifacts}")
+
+
+def uses_artifacts(argv: Sequence[str]) -> bool:
+    """Whether a hook installs built files (so they must be fetched first)."""
+    return any(w in word for word in argv for w in ARTIFACT_WORDS)
 
 
 def expand(argv: Sequence[str], target: Target) -> list[str]:
     """`argv` with placeholders filled, each word on its own (no shell ever sees them)."""
     values = target.values()
-    out = []
+    out: list[str] = []
     for word in argv:
+        if word == "{artifacts}":
+            out.extend(target.artifacts)
+            continue
         for key, value in values.items():
             word = word.replace("{" + key + "}", value)
         out.append(word)

@@ -22,7 +22,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -107,22 +107,33 @@ def prepare(
     *,
     host_hooks: Mapping[str, Sequence[str]] | None = None,
     token: str = "",
+    fetch: Callable[[str], Sequence[Path]] | None = None,
 ) -> tuple[Request, list[list[str]]]:
     """Everything of a switch that can fail while the task still runs: install the kernel
-    if it is missing (the `install` hook), record the request (synced), and — for the
-    built-in kexec — load the kernel (`kexec -l`).  Returns the request and what `fire`
-    must still run (the boot hook, or `systemctl kexec`)."""
+    if it is missing (the `install` hook; for a built kernel its files are first fetched by
+    `fetch(release)`, and installed only while the release is missing), record the request
+    (synced), and — for the built-in kexec — load the kernel (`kexec -l`).  Returns the
+    request and what `fire` must still run (the boot hook, or `systemctl kexec`)."""
     table = host_hooks or {}
     now = boot.current()
     target = hooks.Target(kernel, new_cmdline(now.cmdline, kernel, additions), tuple(additions))
-    if not Path(target.vmlinuz).exists() and "boot" not in table:
-        if "install" not in table:
+    install = table.get("install")
+    built = install is not None and hooks.uses_artifacts(install)
+    missing = not Path(target.vmlinuz).exists()
+    if built and missing:
+        # a built kernel (git-range bisect): its files come from the store, installed once
+        if fetch is None:
+            raise LabError(f"kernel {kernel}: the install hook wants built files; none known")
+        files = tuple(str(p) for p in fetch(kernel))
+        target = replace(target, artifacts=files)
+    if missing and "boot" not in table:
+        if install is None:
             raise LabError(f"kernel {kernel}: {target.vmlinuz} is missing and no install hook")
-        _run(hooks.expand(table["install"], target), "install")
+        _run(hooks.expand(install, target), "install")
         if not Path(target.vmlinuz).exists():
             raise LabError(f"kernel {kernel}: the install hook left no {target.vmlinuz}")
-    elif "install" in table:
-        _run(hooks.expand(table["install"], target), "install")
+    elif install is not None and not (built and not missing):
+        _run(hooks.expand(install, target), "install")
     req = Request(
         kernel=kernel,
         additions=tuple(additions),

@@ -1,0 +1,320 @@
+"""`iolab bisect PLAN --kernel-repo DIR --good REV --bad REV --kernel-build CMD --fleet C`.
+
+A kernel bisect over a git range, as ktest.pl and LKP users run one: the same engine and the
+same honesty as a commit bisect (found / range / no regression / not known), and the same
+fleet path as `bisect --kernels`.  Each commit the engine asks for is built on the controller
+by the build hook (`iolab.bisect.kernel_build`: one reused work tree, artifacts and a manifest,
+cached per sha), its artifacts go to the store (`iolab.kernels.artifacts`), and the fleet
+host that must boot it fetches them and installs them with its `install` hook, boots, and
+checks that it runs the release the commit built — otherwise the attempt is `wrong_kernel`
+and nothing is stored.
+
+The run's samples have the commit's full sha as their variant; the plan sent to the hosts
+names, per built commit, `"<sha>": {kernel: <release>}`, and grows as commits are built (the
+stored plan names the two ends).  The run's meta records each build (`kernel_builds`) and the
+releases' commits; the report's commits carry their release.  A commit whose build fails is
+skipped (`git bisect skip`); an end that cannot be built ends the bisect before a run exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from iolab.analysis.build import Options, pair_report
+from iolab.analysis.select import Selector
+from iolab.bisect import git
+from iolab.bisect.driver import KIND, META, _engine, choose_kpi, single_case
+from iolab.bisect.engine import Bisection
+from iolab.bisect.kernel_build import Built, KernelBuilder, short
+from iolab.errors import EXIT_BISECT_NOT_KNOWN, IolabError, LabError, PlanError, RefusedError
+from iolab.kernels import artifacts
+from iolab.model.bisect import GOOD, Commit, Measure, Outcome
+from iolab.model.metrics import Direction
+from iolab.plan.expand import plan_from_text
+from iolab.plan.model import Plan
+from iolab.report import bisect_json
+from iolab.report.bisect_model import BisectReport
+from iolab.runs import lifecycle
+from iolab.store.store import Store
+
+
+class EndUnbuildable(IolabError):
+    """An end of the range cannot be built: nothing to compare (exit 22, not known)."""
+
+    exit_code = EXIT_BISECT_NOT_KNOWN
+
+
+def kernel_plan(plan: Plan, releases: dict[str, str]) -> Plan:
+    """The plan with one variant per built commit (sha -> release)."""
+    if plan.variants or plan.switches_kernels:
+        raise PlanError(
+            f"{plan.path}: a kernel bisect sets each case's kernel; the plan must name "
+            "neither variants nor a kernel"
+        )
+    single_case(plan)
+    lines = [plan.text.rstrip("\n"), "variants:"]
+    lines += [f'  "{sha}": {{kernel: {rel}}}' for sha, rel in releases.items()]
+    return plan_from_text("\n".join(lines) + "\n", plan.path, plan.profile)
+
+
+@dataclass
+class GitKernelSetup:
+    run: lifecycle.OpenRun
+    template: Plan
+    plan: Plan
+    repo: Path
+    shas: list[str]  # good, then the candidates
+    kpi: str
+    direction: Direction
+    engine: Bisection
+    builder: KernelBuilder
+    builds: dict[str, dict[str, Any]] = field(default_factory=dict)  # sha -> record
+
+    def sha(self, index: int) -> str:
+        return self.shas[index + 1]
+
+    @property
+    def run_id(self) -> int:
+        return self.run.run_id
+
+    @property
+    def store(self) -> Store:
+        return self.run.store
+
+    def releases(self) -> dict[str, str]:
+        return {s: str(b["release"]) for s, b in self.builds.items() if b.get("ok")}
+
+
+def commits(repo: Path, good: str, bad: str) -> tuple[Path, list[str]]:
+    root = repo.resolve()
+    g = git.resolve(root, good, "--good")
+    b = git.resolve(root, bad, "--bad")
+    return root, [g, *git.candidates(root, g, b)]
+
+
+def _record(built: Built) -> dict[str, Any]:
+    if not built.ok or built.manifest is None:
+        return {"ok": False, "reason": built.reason or "failed"}
+    m = built.manifest
+    return {
+        "ok": True,
+        "release": m.release,
+        "release_without_sha": m.release_without_sha,
+        "files": [str(p) for p in m.artifacts],
+        "sha256": list(built.sha256),
+    }
+
+
+def check_unique(builds: dict[str, dict[str, Any]], sha: str, release: str) -> None:
+    """Two commits that build one release could not be told apart after boot: refused."""
+    for other, rec in builds.items():
+        if other != sha and rec.get("ok") and rec.get("release") == release:
+            raise RefusedError(
+                f"commits {short(other)} and {short(sha)} both build release {release}: "
+                "the boot check could not tell them apart (build with "
+                "LOCALVERSION=$IOLAB_KERNEL_LOCALVERSION)"
+            )
+
+
+def start(
+    store: Store,
+    plan: Plan,
+    repo: Path,
+    shas: list[str],
+    builder: KernelBuilder,
+    *,
+    kpi: str | None,
+    alpha: float,
+    margin_pct: float,
+    max_blocks: int,
+    search: str,
+    on_build: Callable[[str, Built], None] | None = None,
+) -> GitKernelSetup:
+    """Build both ends, then create the run (a refused bisect, or one whose end does not
+    build, leaves no run)."""
+    kernel_plan(plan, {})  # refuses variants, kernels and several cases before any build
+    builds: dict[str, dict[str, Any]] = {}
+    for which, sha in (("good", shas[0]), ("bad", shas[-1])):
+        built = builder.build(sha)
+        if on_build is not None:
+            on_build(sha, built)
+        if not built.ok or built.manifest is None:
+            raise EndUnbuildable(
+                f"the {which} end {short(sha)} cannot be built ({built.reason}): not known"
+            )
+        check_unique(builds, sha, built.manifest.release)
+        builds[sha] = _record(built)
+    releases = {s: str(b["release"]) for s, b in builds.items()}
+    derived = kernel_plan(plan, releases)
+    metric, direction = choose_kpi(derived, kpi)
+    checked = lifecycle.check(derived, kind=KIND, here=False)
+    run = lifecycle.start(store, checked)
+    settings = {
+        "kernel_repo": str(repo),
+        "good": shas[0],
+        "bad": shas[-1],
+        "commits": shas,
+        "kernel_build": list(builder.argv),
+        "kpi": metric,
+        "direction": direction.value,
+        "alpha": alpha,
+        "margin_pct": margin_pct,
+        "max_blocks": max_blocks,
+        "search": search,
+        "cache": str(builder.cache),
+    }
+    store.update_run_meta(run.run_id, {META: settings})
+    engine = _engine(len(shas) - 1, direction, alpha, margin_pct, max_blocks, search, metric)
+    setup = GitKernelSetup(run, plan, derived, repo, shas, metric, direction, engine, builder)
+    for sha, rec in builds.items():
+        _publish(setup, sha, rec)
+    return setup
+
+
+def _publish(setup: GitKernelSetup, sha: str, rec: dict[str, Any]) -> None:
+    """Record a build in the run's meta; a good one's artifacts go to the store."""
+    if rec.get("ok"):
+        arts = [
+            artifacts.upload(setup.store, Path(p), digest).as_dict()
+            for p, digest in zip(rec["files"], rec["sha256"], strict=True)
+        ]
+        rec = {**rec, "artifacts": arts}
+    setup.builds[sha] = rec
+    setup.store.update_run_meta(setup.run_id, {artifacts.META: setup.builds})
+
+
+def _settle(setup: GitKernelSetup, on_build: Callable[[str, Built], None] | None) -> Measure | None:
+    """The engine's next request, every arm built (unbuildable ones told to the engine)."""
+    engine = setup.engine
+    while True:
+        measure = engine.action()
+        if measure is None:
+            return None
+        failed = None
+        for index in measure.arms:
+            sha = setup.sha(index)
+            if sha not in setup.builds:
+                built = setup.builder.build(sha)
+                if on_build is not None:
+                    on_build(sha, built)
+                if built.ok and built.manifest is not None:
+                    check_unique(setup.builds, sha, built.manifest.release)
+                _publish(setup, sha, _record(built))
+            if not setup.builds[sha].get("ok"):
+                failed = index
+                break
+        if failed is None:
+            return measure
+        engine.unbuildable(failed)
+
+
+def run(
+    setup: GitKernelSetup,
+    source: Callable[[lifecycle.OpenRun], Any],
+    progress: Callable[[int, Measure, GitKernelSetup], None] | None = None,
+    on_build: Callable[[str, Built], None] | None = None,
+) -> tuple[Outcome, str]:
+    """Build what the engine asks for, measure it on the fleet, until the engine ends."""
+    engine = setup.engine
+    blocks = source(setup.run)
+    status = "failed"
+    failed_blocks = 0
+    with lifecycle.running(setup.run) as ending:
+        try:
+            block = 1
+            measure = _settle(setup, on_build)
+            while measure is not None:
+                setup.plan = kernel_plan(setup.template, setup.releases())
+                blocks.use_plan(setup.plan)
+                by_variant = {c.variant: c for c in setup.plan.cases}
+                arms = [setup.sha(i) for i in measure.arms]
+                blocks.start(block, [by_variant[s] for s in arms])
+                _, samples = blocks.next_finished()
+                if progress is not None:
+                    progress(block, measure, setup)
+                got = {s.variant: s for s in samples}
+                values = [
+                    got[s].metrics.get(setup.kpi) if s in got and got[s].status == "ok" else None
+                    for s in arms
+                ]
+                if all(v is not None and v > 0 for v in values):
+                    engine.feed(np.array([values], dtype=np.float64))
+                    failed_blocks = 0
+                else:
+                    failed_blocks += 1
+                    if failed_blocks >= 3:
+                        raise LabError("3 blocks in a row without a KPI value")
+                block += 1
+                measure = _settle(setup, on_build)
+        except BaseException:
+            blocks.abandon()
+            raise
+        ending.status = status = "finished"
+    return engine.outcome, status
+
+
+def _commit(setup: GitKernelSetup, sha: str) -> Commit:
+    described = git.describe(setup.repo, sha)
+    rec = setup.builds.get(sha, {})
+    if rec.get("ok"):
+        note = f" [kernel {rec['release']}]"
+    elif rec:
+        note = " [unbuildable]"
+    else:
+        note = ""
+    return replace(described, subject=described.subject + note)
+
+
+def conclude(store: Store, setup: GitKernelSetup, outcome: Outcome, status: str) -> BisectReport:
+    """The report (the commit bisect's formats; each commit's subject names its release)."""
+    n = len(setup.shas) - 1
+    commits = {i: _commit(setup, setup.sha(i)) for i in range(-1, n)}
+    engine = setup.engine.s
+    evidence = None
+    if outcome.verify is not None:
+        a, b = setup.sha(outcome.verify.a), setup.sha(outcome.verify.b)
+        run_id = setup.run_id
+        try:
+            evidence = pair_report(
+                store,
+                Selector(f"run:{run_id}/variant={a}", run_id=run_id, variant=a),
+                Selector(f"run:{run_id}/variant={b}", run_id=run_id, variant=b),
+                Options(alpha=engine.alpha, margin_pct=engine.margin_pct),
+            )
+        except IolabError:
+            evidence = None
+    builds = {
+        sha: ("ok" if rec.get("ok") else f"failed: {rec.get('reason')}")
+        for sha, rec in setup.builds.items()
+    }
+    report = BisectReport(
+        run_id=setup.run_id,
+        status=status,
+        kpi=setup.kpi,
+        direction=setup.direction.value,
+        alpha=engine.alpha,
+        margin_pct=engine.margin_pct,
+        good=commits[GOOD],
+        bad=commits[n - 1],
+        candidates=n,
+        outcome=replace(outcome),
+        commits=commits,
+        builds=builds,
+        evidence=evidence,
+        cache=str(setup.builder.cache),
+    )
+    store.update_run_meta(setup.run_id, {"bisect_result": bisect_json.to_json(report)})
+    return report
+
+
+def drop_artifacts(setup: GitKernelSetup) -> None:
+    """The bisect has ended: its artifacts leave the store (the builds stay in the cache,
+    and the run's meta says what each commit built)."""
+    meta = setup.store.run(setup.run_id).meta
+    removed = artifacts.remove(setup.store, meta)
+    setup.store.update_run_meta(setup.run_id, {"kernel_artifacts_removed": removed})
