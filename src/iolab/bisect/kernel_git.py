@@ -49,6 +49,12 @@ class EndUnbuildable(IolabError):
     exit_code = EXIT_BISECT_NOT_KNOWN
 
 
+def require_fleet_store(store: Store) -> None:
+    from iolab.fleet import service
+
+    service.require_server_store(store)
+
+
 def kernel_plan(plan: Plan, releases: dict[str, str]) -> Plan:
     """The plan with one variant per built commit (sha -> release)."""
     if plan.variants or plan.switches_kernels:
@@ -74,6 +80,9 @@ class GitKernelSetup:
     engine: Bisection
     builder: KernelBuilder
     builds: dict[str, dict[str, Any]] = field(default_factory=dict)  # sha -> record
+    next_block: int = 1
+    replayed: int = 0
+    fleet: str = ""
 
     def sha(self, index: int) -> str:
         return self.shas[index + 1]
@@ -133,6 +142,7 @@ def start(
     margin_pct: float,
     max_blocks: int,
     search: str,
+    fleet: str = "",
     on_build: Callable[[str, Built], None] | None = None,
 ) -> GitKernelSetup:
     """Build both ends, then create the run (a refused bisect, or one whose end does not
@@ -167,6 +177,8 @@ def start(
         "max_blocks": max_blocks,
         "search": search,
         "cache": str(builder.cache),
+        "template_sha256": plan.sha256,
+        "fleet": fleet,
     }
     store.update_run_meta(run.run_id, {META: settings})
     engine = _engine(len(shas) - 1, direction, alpha, margin_pct, max_blocks, search, metric)
@@ -178,7 +190,7 @@ def start(
 
 def _publish(setup: GitKernelSetup, sha: str, rec: dict[str, Any]) -> None:
     """Record a build in the run's meta; a good one's artifacts go to the store."""
-    if rec.get("ok"):
+    if rec.get("ok") and "artifacts" not in rec:
         arts = [
             artifacts.upload(setup.store, Path(p), digest).as_dict()
             for p, digest in zip(rec["files"], rec["sha256"], strict=True)
@@ -226,7 +238,7 @@ def run(
     failed_blocks = 0
     with lifecycle.running(setup.run) as ending:
         try:
-            block = 1
+            block = setup.next_block
             measure = _settle(setup, on_build)
             while measure is not None:
                 setup.plan = kernel_plan(setup.template, setup.releases())
@@ -318,3 +330,94 @@ def drop_artifacts(setup: GitKernelSetup) -> None:
     meta = setup.store.run(setup.run_id).meta
     removed = artifacts.remove(setup.store, meta)
     setup.store.update_run_meta(setup.run_id, {"kernel_artifacts_removed": removed})
+
+
+def resume(store: Store, run_id: int) -> GitKernelSetup:
+    """A stored git-range kernel bisect, its finished blocks replayed into a fresh engine;
+    `run` goes on from the first block not finished (a half-done one: its attempt is
+    adopted or sent again, and the host skips the samples the store holds)."""
+    from iolab.lab import claim as lab_claim
+    from iolab.plan import load_plan
+    from iolab.runs.meta import resume_point
+
+    info = store.run(run_id)
+    s = info.meta.get(META)
+    if info.kind != KIND or not isinstance(s, dict) or "kernel_build" not in s:
+        raise IolabError(f"run {run_id} is not a kernel bisect over a git range")
+    seed, profile = resume_point(info)
+    assert info.plan_path is not None
+    try:
+        template = load_plan(info.plan_path, profile)
+    except OSError:
+        raise PlanError(
+            f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume"
+        ) from None
+    if template.sha256 != s.get("template_sha256"):
+        raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    builds = info.meta.get(artifacts.META)
+    if not isinstance(builds, dict):
+        raise IolabError(f"run {run_id} has no recorded kernel builds; cannot resume it")
+    try:
+        shas = [str(x) for x in s["commits"]]
+        direction = Direction(s["direction"])
+        builder = KernelBuilder(Path(s["kernel_repo"]), Path(s["cache"]), tuple(s["kernel_build"]))
+        engine = _engine(
+            len(shas) - 1, direction, float(s["alpha"]), float(s["margin_pct"]),
+            int(s["max_blocks"]), str(s["search"]), str(s["kpi"]),
+        )  # fmt: skip
+        kpi = str(s["kpi"])
+    except (KeyError, TypeError, ValueError):
+        raise IolabError(f"run {run_id} has incomplete bisect settings; cannot resume it") from None
+    if info.meta.get("kernel_artifacts_removed") is not None:
+        raise IolabError(f"bisect run {run_id} has ended; nothing to resume")
+    releases = {k: str(v["release"]) for k, v in builds.items() if v.get("ok")}
+    derived = kernel_plan(template, releases)
+    lab_claim.claim(store, run_id)  # refused while the bisect that made it is alive
+    run = lifecycle.OpenRun(store, derived, run_id, seed, resumed=True)
+    setup = GitKernelSetup(
+        run, template, derived, builder.repo, shas, kpi, direction, engine, builder,
+        builds={k: dict(v) for k, v in builds.items()}, fleet=str(s.get("fleet") or ""),
+    )  # fmt: skip
+    _replay(setup)
+    return setup
+
+
+def _replay(setup: GitKernelSetup) -> None:
+    """Feed the stored, complete blocks to the engine in order, as `run` fed them."""
+    by_block: dict[int, dict[str, Any]] = {}
+    for sample in setup.store.samples(
+        run_id=setup.run_id, metrics=[setup.kpi], with_jobs=False, with_histograms=False
+    ):
+        if sample.block is not None and sample.variant is not None:
+            by_block.setdefault(sample.block, {})[sample.variant] = sample
+    last = max(by_block, default=0)
+    engine = setup.engine
+    for block in range(1, last + 1):
+        measure = engine.action()
+        while measure is not None:
+            bad = [i for i in measure.arms if not setup.builds.get(setup.sha(i), {}).get("ok", 1)]
+            if not bad:
+                break
+            engine.unbuildable(bad[0])
+            measure = engine.action()
+        stored = by_block.get(block, {})
+        if measure is None:
+            if stored:
+                raise IolabError(f"run {setup.run_id}: block {block} is past the bisect's end")
+            break
+        arms = [setup.sha(i) for i in measure.arms]
+        if set(stored) - set(arms):
+            raise IolabError(
+                f"run {setup.run_id}: block {block} does not match the bisect's course "
+                "(was the run changed?)"
+            )
+        if len(stored) < len(arms):
+            setup.next_block = block  # half done: `run` adopts or redoes its attempt
+            return
+        values = [
+            stored[a].metrics.get(setup.kpi) if stored[a].status == "ok" else None for a in arms
+        ]
+        if all(v is not None and v > 0 for v in values):
+            engine.feed(np.array([values], dtype=np.float64))
+        setup.replayed = block
+    setup.next_block = last + 1

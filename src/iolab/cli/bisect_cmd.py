@@ -62,6 +62,31 @@ _RUN_OPTIONS = {
 }
 
 
+_KERNEL_GIT_OPTIONS = {
+    "kernel_repo": "--kernel-repo",
+    "kernel_build": "--kernel-build",
+    "good": "--good",
+    "bad": "--bad",
+    "kpi": "--kpi",
+    "alpha": "--alpha",
+    "margin": "--margin",
+    "max_blocks": "--max-blocks",
+    "search": "--search",
+    "cache": "--cache",
+}
+
+
+def _stored_kind(ctx: click.Context, run_id: int) -> str:
+    """Which bisect run `run_id` is: "commits", "kernels" (releases) or "kernel-git"."""
+    with open_store(store_location(ctx), must_exist=True) as store:
+        settings = store.run(run_id).meta.get(driver.META)
+    if isinstance(settings, dict) and "kernel_build" in settings:
+        return "kernel-git"
+    if isinstance(settings, dict) and "kernels" in settings:
+        return "kernels"
+    return "commits"
+
+
 class ConsoleProgress(driver.Progress):
     def __init__(self, console: Console, quiet: bool) -> None:
         self.console, self.quiet = console, quiet
@@ -214,6 +239,14 @@ def command(
         return
     if more_kernels:
         raise IolabError(f"unexpected argument {more_kernels[0]!r} (one PLAN)")
+    if resume is not None and plan_path is None and kernel_repo is None and kernel_build is None:
+        kind = _stored_kind(ctx, resume)
+        if kind == "kernels":
+            raise IolabError(
+                f"bisect run {resume} is over kernel releases: it cannot be resumed yet"
+            )
+        if kind == "kernel-git":
+            kernel_repo = kernel_build = ""  # the run's own
     if kernel_repo is not None or kernel_build is not None:
         if repo is not None or build is not None:
             raise IolabError("--kernel-repo/--kernel-build bisect kernels; --repo/--build commits")
@@ -368,38 +401,41 @@ def _kernel_git(
     resume: int | None,
     quiet: bool,
 ) -> None:
-    """`bisect PLAN --kernel-repo DIR --good REV --bad REV --kernel-build CMD --fleet CLASS`."""
+    """`bisect PLAN --kernel-repo DIR --good REV --bad REV --kernel-build CMD --fleet CLASS`,
+    or `bisect --resume ID` of such a run."""
     from iolab.bisect import kernel_git
     from iolab.bisect.kernel_build import Built, KernelBuilder
 
+    plan = root = shas = builder = None
     if resume is not None:
-        raise IolabError(
-            "a kernel bisect cannot be resumed yet; start it again (builds are cached)"
-        )
-    if plan_path is None:
-        raise IolabError("a kernel bisect needs a PLAN")
-    if kernel_repo is None or kernel_build is None or good is None or bad is None:
-        raise IolabError(
-            "a kernel git bisect needs --kernel-repo, --kernel-build, --good and --bad"
-        )
-    if fleet is None:
-        raise IolabError(
-            "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab worker`, "
-            "docs/kernels.md)"
-        )
-    check_levels(alpha, margin)
-    try:
-        argv = tuple(shlex.split(kernel_build))
-    except ValueError as e:
-        raise IolabError(f"--kernel-build: {e}") from None
-    if not argv:
-        raise IolabError("--kernel-build: empty command")
-    plan = load_plan(plan_path)
-    kernel_git.kernel_plan(plan, {})
-    root, shas = kernel_git.commits(Path(kernel_repo), good, bad)
-    check_fleet_store(ctx, fleet)
-    base = Path(cache) if cache else driver.default_cache()
-    builder = KernelBuilder(root, base.resolve() / "kernels", argv)
+        if plan_path is not None:
+            raise IolabError("give either PLAN or --resume RUN, not both")
+        refuse_with_resume(ctx, resume, _KERNEL_GIT_OPTIONS, "bisect run")
+    else:
+        if plan_path is None:
+            raise IolabError("a kernel bisect needs a PLAN")
+        if not kernel_repo or not kernel_build or good is None or bad is None:
+            raise IolabError(
+                "a kernel git bisect needs --kernel-repo, --kernel-build, --good and --bad"
+            )
+        if fleet is None:
+            raise IolabError(
+                "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab "
+                "worker`, docs/kernels.md)"
+            )
+        check_levels(alpha, margin)
+        try:
+            argv = tuple(shlex.split(kernel_build))
+        except ValueError as e:
+            raise IolabError(f"--kernel-build: {e}") from None
+        if not argv:
+            raise IolabError("--kernel-build: empty command")
+        plan = load_plan(plan_path)
+        kernel_git.kernel_plan(plan, {})
+        root, shas = kernel_git.commits(Path(kernel_repo), good, bad)
+        base = Path(cache) if cache else driver.default_cache()
+        builder = KernelBuilder(root, base.resolve() / "kernels", argv)
+    check_fleet_store(ctx, fleet or "stored")
     console = Console(stderr=True, soft_wrap=True)
 
     def say(text: str) -> None:
@@ -413,17 +449,25 @@ def _kernel_git(
         else:
             say(f"{sha[:12]} is unbuildable: {built.reason}")
 
-    store = open_store(store_location(ctx))
+    store = open_store(store_location(ctx), must_exist=resume is not None)
     try:
+        kernel_git.require_fleet_store(store)
+        if resume is not None:
+            setup = kernel_git.resume(store, resume)
+            fleet = fleet or setup.fleet
+        else:
+            assert plan is not None and root is not None and shas is not None
+            assert builder is not None and fleet is not None
+            setup = kernel_git.start(
+                store, plan, root, shas, builder, kpi=kpi, alpha=alpha, margin_pct=margin,
+                max_blocks=max_blocks, search=search, fleet=fleet, on_build=on_build,
+            )  # fmt: skip
         source = fleet_source(store, fleet, hosts, broker)
         assert source is not None
-        setup = kernel_git.start(
-            store, plan, root, shas, builder, kpi=kpi, alpha=alpha, margin_pct=margin,
-            max_blocks=max_blocks, search=search, on_build=on_build,
-        )  # fmt: skip
         say(
-            f"bisect run {setup.run_id}: {len(shas) - 1} candidate kernel commits, "
+            f"bisect run {setup.run_id}: {len(setup.shas) - 1} candidate kernel commits, "
             f"KPI {setup.kpi}, seed {setup.run.seed}, on fleet {fleet}"
+            + (f" (blocks 1-{setup.replayed} replayed)" if setup.replayed else "")
         )
 
         def progress(block: int, measure: Measure, s: kernel_git.GitKernelSetup) -> None:
@@ -435,7 +479,11 @@ def _kernel_git(
         try:
             outcome, status = kernel_git.run(setup, source, progress, on_build)
         except KeyboardInterrupt:
-            click.echo(f"iolab: bisect run {setup.run_id} interrupted", err=True)
+            click.echo(
+                f"iolab: bisect run {setup.run_id} interrupted; `iolab bisect --resume "
+                f"{setup.run_id}` continues it",
+                err=True,
+            )
             sys.exit(EXIT_INTERRUPTED)
         report = kernel_git.conclude(store, setup, outcome, status)
         kernel_git.drop_artifacts(setup)

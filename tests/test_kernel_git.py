@@ -1,0 +1,315 @@
+"""The host-side parts of a git-range kernel bisect (no guest): the build hook's manifest and
+its refusals, the per-sha build cache, the artifacts' trip through PostgreSQL, the install
+hook's placeholders, and the CLI's one-line refusals.  The end to end run on a QEMU guest is
+tests/test_guest_kernel_git.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab.bisect import kernel_git
+from iolab.bisect.kernel_build import KernelBuilder, ManifestError, read_manifest
+from iolab.errors import LabError, RefusedError
+from iolab.kernels import artifacts, hooks, switch
+from iolab.plan import load_plan
+from store_backends import pg_schema_location
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+REL = "6.9.0-iolab-0123456789ab"
+
+
+def write(out: Path, manifest: object, files: dict[str, bytes] | None = None) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in (files or {"vmlinuz.tar": b"kernel"}).items():
+        (out / name).write_bytes(data)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+def test_a_release_carrying_the_sha_is_taken(tmp_path: Path) -> None:
+    out = write(tmp_path, {"release": REL, "artifacts": ["vmlinuz.tar"]})
+    m = read_manifest(out, SHA)
+    assert m.release == REL and m.artifacts == (out / "vmlinuz.tar",)
+    assert m.release_without_sha is None
+
+
+def test_a_release_without_the_sha_is_refused_unless_the_manifest_says_why(
+    tmp_path: Path,
+) -> None:
+    out = write(tmp_path, {"release": "6.1.0-48-cloud-amd64", "artifacts": ["vmlinuz.tar"]})
+    with pytest.raises(RefusedError) as info:
+        read_manifest(out, SHA)
+    assert info.value.exit_code == 3
+    assert "does not carry the commit's short sha" in info.value.message
+    assert "\n" not in info.value.message
+    why = "a packaged kernel stands in for this commit"
+    write(tmp_path, {"release": "6.1.0-48-cloud-amd64", "artifacts": ["vmlinuz.tar"],
+                     "release_without_sha": why})  # fmt: skip
+    assert read_manifest(out, SHA).release_without_sha == why
+
+
+@pytest.mark.parametrize(
+    ("manifest", "files", "says"),
+    [
+        (None, {"a": b"x"}, "is missing"),
+        ("[1]", {"a": b"x"}, "must be a JSON object"),
+        ({"release": REL, "artifacts": ["a"], "extra": 1}, {"a": b"x"}, "unknown key 'extra'"),
+        ({"release": "not a release!", "artifacts": ["a"]}, {"a": b"x"}, "not a kernel release"),
+        ({"release": REL, "artifacts": []}, {"a": b"x"}, "non-empty list"),
+        ({"release": REL, "artifacts": ["a", "a"]}, {"a": b"x"}, "listed twice"),
+        ({"release": REL, "artifacts": ["../a"]}, {"a": b"x"}, "not a file name"),
+        ({"release": REL, "artifacts": ["b"]}, {"a": b"x"}, "not a non-empty regular file"),
+        ({"release": REL, "artifacts": ["a"]}, {"a": b""}, "not a non-empty regular file"),
+        (
+            {"release": REL, "artifacts": ["a"], "release_without_sha": " "},
+            {"a": b"x"},
+            "must say why",
+        ),
+    ],
+)
+def test_a_wrong_manifest_is_one_line_exit_2(
+    tmp_path: Path, manifest: object, files: dict[str, bytes], says: str
+) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    if manifest is not None:
+        text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+        (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ManifestError) as info:
+        read_manifest(tmp_path, SHA)
+    assert info.value.exit_code == 2 and says in info.value.message, info.value.message
+    assert info.value.message.startswith(f"commit {SHA[:12]}")
+
+
+def make_deb(where: Path, package: str) -> Path:
+    root = where / f"pkg-{package}"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {package}\nVersion: 1\nArchitecture: all\nMaintainer: lab <l@example.invalid>\n"
+        "Description: test\n"
+    )
+    deb = where / f"{package}_1_all.deb"
+    subprocess.run(["dpkg-deb", "--build", str(root), str(deb)], check=True, capture_output=True)
+    return deb
+
+
+def test_deb_artifacts_must_hold_the_releases_linux_image(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    headers = make_deb(out, f"linux-headers-{REL}")
+    write(out, {"release": REL, "artifacts": [headers.name]}, {})
+    with pytest.raises(ManifestError, match=f"no artifact is the package linux-image-{REL}"):
+        read_manifest(out, SHA)
+    image = make_deb(out, f"linux-image-{REL}")
+    write(out, {"release": REL, "artifacts": [image.name, headers.name]}, {})
+    assert read_manifest(out, SHA).artifacts[0].name == image.name
+
+
+HOOK = """\
+import json, os, pathlib, sys
+out = pathlib.Path(os.environ["IOLAB_KERNEL_OUT"])
+with open(sys.argv[1], "a") as log:
+    log.write(os.environ["IOLAB_KERNEL_SHA"] + "\\n")
+if pathlib.Path("broken").exists():
+    sys.exit(1)
+rel = "6.9.0" + os.environ["IOLAB_KERNEL_LOCALVERSION"]
+(out / "Image").write_text(pathlib.Path("version").read_text())
+(out / "manifest.json").write_text(json.dumps({"release": rel, "artifacts": ["Image"]}))
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
+    path = tmp_path / "linux"
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "l@example.invalid")
+    git("config", "user.name", "lab")
+    shas = []
+    for n in range(4):
+        (path / "version").write_text(f"v{n}\n")
+        if n == 2:
+            (path / "broken").write_text("")
+        elif (path / "broken").exists():
+            git("rm", "-q", "broken")
+        git("add", "-A")
+        git("commit", "-q", "-m", f"v{n}")
+        shas.append(git("rev-parse", "HEAD"))
+    yield path, shas
+
+
+def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
+    tmp_path: Path, repo: tuple[Path, list[str]]
+) -> None:
+    path, shas = repo
+    calls = tmp_path / "calls"
+    hook = tmp_path / "hook.py"
+    hook.write_text(HOOK)
+    builder = KernelBuilder(path, tmp_path / "cache", (sys.executable, str(hook), str(calls)))
+    first = builder.build(shas[1])
+    assert first.ok and not first.cached and first.manifest is not None
+    assert first.manifest.release == f"6.9.0-iolab-{shas[1][:12]}"
+    assert first.manifest.artifacts[0].read_text() == "v1\n"  # built from that commit's tree
+    again = builder.build(shas[1])
+    assert again.ok and again.cached and again.sha256 == first.sha256
+    assert calls.read_text().split() == [shas[1]]  # not built twice
+    broken = builder.build(shas[2])
+    assert not broken.ok and broken.reason and "exited 1" in broken.reason
+    # an artifact changed behind the cache's back: built again
+    assert builder.build(shas[3]).ok
+    first.manifest.artifacts[0].write_text("tampered\n")
+    assert not builder.build(shas[1]).cached
+    assert calls.read_text().split() == [shas[1], shas[2], shas[3], shas[1]]
+    # the user's repository is only read: no worktree registered in it
+    assert not (path / ".git" / "worktrees").exists()
+
+
+def test_two_commits_building_one_release_are_refused() -> None:
+    builds = {"a" * 40: {"ok": True, "release": REL}}
+    kernel_git.check_unique(builds, "a" * 40, REL)  # the same commit again is fine
+    with pytest.raises(RefusedError, match="both build release"):
+        kernel_git.check_unique(builds, "b" * 40, REL)
+
+
+def test_the_plan_names_each_built_commit_by_sha(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(
+        "name: p\ntarget: {size: 32M}\nfilesystem: {type: ext4}\n"
+        'workload: {fio: "[w]\\nfilename={mnt}/f\\nsize=1M\\nrw=write\\n"}\n'
+        "kpis: [write.iops]\n"
+    )
+    plan = load_plan(str(plan_path))
+    digits = "1" * 12 + "e" + "2" * 27  # YAML would read it as a number unquoted
+    derived = kernel_git.kernel_plan(plan, {digits: REL, SHA: "6.1.0-48-cloud-amd64"})
+    kernels = {c.variant: c.kernel for c in derived.cases}
+    assert kernels == {digits: REL, SHA: "6.1.0-48-cloud-amd64"}
+    with pytest.raises(Exception, match="neither variants nor a kernel"):
+        kernel_git.kernel_plan(derived, {})
+
+
+def test_install_hook_placeholders() -> None:
+    target = hooks.Target(REL, "ro", (), ("/c/a.deb", "/c/b.deb"))
+    assert hooks.expand(["dpkg", "-i", "{artifacts}"], target) == [
+        "dpkg",
+        "-i",
+        "/c/a.deb",
+        "/c/b.deb",
+    ]
+    assert hooks.expand(["x", "--file={artifact}"], target) == ["x", "--file=/c/a.deb"]
+    assert hooks.uses_artifacts(["dpkg", "-i", "{artifact}"])
+    assert not hooks.uses_artifacts(["apt-get", "install", "{package}"])
+
+
+def test_a_built_kernel_is_fetched_and_installed_only_while_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boot_dir = tmp_path / "boot"
+    boot_dir.mkdir()
+    monkeypatch.setattr(hooks, "BOOT_DIR", boot_dir)
+    monkeypatch.setenv("IOLAB_KERNEL_STATE", str(tmp_path / "state.json"))
+    log = tmp_path / "installed"
+    install = ["sh", "-c", 'echo "$0" >> "$2"; touch "$1/vmlinuz-$3"', "{artifact}",
+               str(boot_dir), str(log), "{kernel}"]  # fmt: skip
+    table = {"install": install, "boot": ["true"]}
+    fetched: list[str] = []
+
+    def fetch(kernel: str) -> list[Path]:
+        fetched.append(kernel)
+        return [tmp_path / f"linux-image-{kernel}.deb"]
+
+    switch.prepare(REL, host_hooks=table, token="t", fetch=fetch)
+    assert fetched == [REL] and log.read_text() == f"{tmp_path}/linux-image-{REL}.deb\n"
+    switch.prepare(REL, host_hooks=table, token="t", fetch=fetch)  # installed: not again
+    assert fetched == [REL] and len(log.read_text().splitlines()) == 1
+    with pytest.raises(LabError, match="wants built files"):
+        switch.prepare("6.9.0-other", host_hooks=table, token="t")
+
+
+@pytest.fixture
+def pg_store() -> Iterator[object]:
+    from iolab.store import open_store
+
+    for location in pg_schema_location():
+        with open_store(location) as store:
+            yield store
+
+
+@pytest.mark.postgres
+def test_artifacts_travel_through_the_store(
+    pg_store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from iolab.model.sample import Sample  # noqa: F401  (the store's models load)
+    from iolab.store.store import Store
+
+    assert isinstance(pg_store, Store)
+    store = pg_store
+    monkeypatch.setenv("IOLAB_KERNEL_ARTIFACTS", str(tmp_path / "fetched"))
+    data = bytes(range(256)) * (artifacts.CHUNK // 256 * 2 + 7)  # three chunks
+    src = tmp_path / "linux-image.deb"
+    src.write_bytes(data)
+    art = artifacts.upload(store, src)
+    assert art.size == len(data)
+    meta = {artifacts.META: {SHA: {"ok": True, "release": REL, "artifacts": [art.as_dict()]}}}
+    assert artifacts.for_release(meta, REL) == [art]
+    assert artifacts.for_release(meta, "6.1.0-1-amd64") == []
+    got = artifacts._fetch_one(store, art)
+    assert got.read_bytes() == data and got.parent.name == art.sha256
+    # a record whose checksum does not match what the store holds is not installed
+    bad = artifacts.Artifact("x.deb", "0" * 64, art.size, art.oid)
+    with pytest.raises(LabError, match="does not match its SHA-256"):
+        artifacts._fetch_one(store, bad)
+    assert artifacts.remove(store, meta) == 1
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn:
+        left = conn.execute(
+            text("SELECT count(*) FROM pg_largeobject_metadata WHERE oid = :o"), {"o": art.oid}
+        ).scalar_one()
+    assert left == 0
+
+
+def iolab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iolab", "--db", str(cwd / "s.db"), *args],
+        capture_output=True, text=True, cwd=cwd, timeout=120, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--good", "HEAD~1", "--bad", "HEAD"], "needs --kernel-repo, --kernel-build"),
+        (["--kernel-build", "true", "--good", "HEAD~1", "--bad", "HEAD"], "give --fleet CLASS"),
+        (["--kernel-build", "true", "--repo", ".", "--good", "a", "--bad", "b"], "--repo/--build"),
+        (["--kernel-build", "true", "--resume", "3"], "PLAN or --resume RUN, not both"),
+        (["--kernel-build", "true", "--good", "nope", "--bad", "HEAD", "--fleet", "f"], "no such"),
+    ],
+)
+def test_cli_refusals_are_one_line(
+    tmp_path: Path, repo: tuple[Path, list[str]], extra: list[str], says: str
+) -> None:
+    path, _ = repo
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "name: p\ntarget: {size: 32M}\nfilesystem: {type: ext4}\n"
+        'workload: {fio: "[w]\\nfilename={mnt}/f\\nsize=1M\\nrw=write\\n"}\n'
+        "kpis: [write.iops]\n"
+    )
+    proc = iolab("bisect", str(plan), "--kernel-repo", str(path), *extra, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iolab: ") and says in lines[0], lines
+    assert not (tmp_path / "s.db").exists()
