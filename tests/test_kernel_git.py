@@ -313,3 +313,79 @@ def test_cli_refusals_are_one_line(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("iolab: ") and says in lines[0], lines
     assert not (tmp_path / "s.db").exists()
+
+
+PLAN_TEXT = (
+    "name: p\ntarget: {size: 32M}\nfilesystem: {type: ext4}\n"
+    'workload: {fio: "[w]\\nfilename={mnt}/f\\nsize=1M\\nrw=write\\n"}\n'
+    "kpis: [write.iops]\n"
+)
+
+
+def stored_bisect(tmp_path: Path, blocks: list[dict[int, float]]) -> tuple[object, int, list[str]]:
+    """A git-range kernel bisect as a controller leaves it in a store after Ctrl-C: its
+    settings, builds and the samples of `blocks` (per block: commit index -> KPI value)."""
+    from iolab.bisect.driver import KIND, META
+    from iolab.model.sample import Sample
+    from iolab.runs import lifecycle
+    from iolab.store import open_store
+
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(PLAN_TEXT)
+    template = load_plan(str(plan_path))
+    shas = [f"{n:040x}" for n in range(1, 6)]
+    builds = {s: {"ok": True, "release": f"6.9.0-iolab-{s[:12]}", "artifacts": []} for s in shas}
+    derived = kernel_git.kernel_plan(template, {s: b["release"] for s, b in builds.items()})
+    store = open_store(str(tmp_path / "s.db"))
+    run = lifecycle.start(store, lifecycle.check(derived, kind=KIND, here=False))
+    settings = {
+        "kernel_repo": str(tmp_path), "good": shas[0], "bad": shas[-1], "commits": shas,
+        "kernel_build": ["true"], "kpi": "write.iops", "direction": "higher", "alpha": 0.05,
+        "margin_pct": 1.0, "max_blocks": 50, "search": "probabilistic",
+        "cache": str(tmp_path / "cache"), "template_sha256": template.sha256, "fleet": "lab",
+    }  # fmt: skip
+    store.update_run_meta(run.run_id, {META: settings, artifacts.META: builds})
+    for block, values in enumerate(blocks, start=1):
+        for position, (index, value) in enumerate(values.items(), start=1):
+            store.add_sample(
+                Sample(run_id=run.run_id, variant=shas[index], block=block, position=position,
+                       metrics={"write.iops": value})
+            )  # fmt: skip
+    store.finish_run(run.run_id, "interrupted")
+    return store, run.run_id, shas
+
+
+def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(
+    tmp_path: Path,
+) -> None:
+    from iolab.store.store import Store
+
+    ends = {0: 100.0, 4: 50.0}  # good, bad (commit indexes)
+    store, run_id, shas = stored_bisect(tmp_path, [ends, ends, {0: 100.0}])
+    assert isinstance(store, Store)
+    with store:
+        setup = kernel_git.resume(store, run_id)
+        assert setup.replayed == 2 and setup.next_block == 3
+        assert setup.engine.blocks == 2  # fed the two finished blocks, not the half-done one
+        assert setup.fleet == "lab" and set(setup.releases()) == set(shas)
+
+
+def test_resume_refuses_a_course_that_does_not_match(tmp_path: Path) -> None:
+    from iolab.errors import IolabError
+    from iolab.store.store import Store
+
+    store, run_id, _ = stored_bisect(tmp_path, [{0: 100.0, 2: 70.0}])  # block 1 is the ends
+    assert isinstance(store, Store)
+    with store, pytest.raises(IolabError, match="does not match the bisect's course"):
+        kernel_git.resume(store, run_id)
+
+
+def test_resume_refuses_a_changed_plan(tmp_path: Path) -> None:
+    from iolab.errors import PlanError
+    from iolab.store.store import Store
+
+    store, run_id, _ = stored_bisect(tmp_path, [])
+    (tmp_path / "plan.yaml").write_text(PLAN_TEXT.replace("32M", "64M"))
+    assert isinstance(store, Store)
+    with store, pytest.raises(PlanError, match="changed since run"):
+        kernel_git.resume(store, run_id)
