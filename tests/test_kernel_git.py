@@ -334,8 +334,9 @@ def stored_bisect(tmp_path: Path, blocks: list[dict[int, float]]) -> tuple[objec
     plan_path.write_text(PLAN_TEXT)
     template = load_plan(str(plan_path))
     shas = [f"{n:040x}" for n in range(1, 6)]
-    builds = {s: {"ok": True, "release": f"6.9.0-iolab-{s[:12]}", "artifacts": []} for s in shas}
-    derived = kernel_git.kernel_plan(template, {s: b["release"] for s, b in builds.items()})
+    releases = {s: f"6.9.0-iolab-{s[:12]}" for s in shas}
+    builds = {s: {"ok": True, "release": r, "artifacts": []} for s, r in releases.items()}
+    derived = kernel_git.kernel_plan(template, releases)
     store = open_store(str(tmp_path / "s.db"))
     run = lifecycle.start(store, lifecycle.check(derived, kind=KIND, here=False))
     settings = {
