@@ -390,3 +390,34 @@ def test_resume_refuses_a_changed_plan(tmp_path: Path) -> None:
     assert isinstance(store, Store)
     with store, pytest.raises(PlanError, match="changed since run"):
         kernel_git.resume(store, run_id)
+
+
+def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
+    """`bisect --kernels` runs are resumed the same way (their variants are releases)."""
+    from iolab.bisect import kernels as kernel_bisect
+    from iolab.model.sample import Sample
+    from iolab.store import open_store
+
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(PLAN_TEXT)
+    releases = ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64", "6.1.0-56-cloud-amd64"]
+    with open_store(str(tmp_path / "s.db")) as store:
+        setup = kernel_bisect.start(
+            store, load_plan(str(plan_path)), releases, kpi=None, alpha=0.05, margin_pct=1.0,
+            max_blocks=50, search="probabilistic", fleet="lab",
+        )  # fmt: skip
+        for block in (1, 2):
+            for position, (release, value) in enumerate(
+                ((releases[0], 100.0), (releases[2], 50.0)), start=1
+            ):
+                store.add_sample(
+                    Sample(run_id=setup.run_id, variant=release, block=block,
+                           position=position, metrics={"write.iops": value})
+                )  # fmt: skip
+        store.finish_run(setup.run_id, "interrupted")
+        again = kernel_bisect.resume(store, setup.run_id)
+        assert (again.replayed, again.next_block, again.engine.blocks) == (2, 3, 2)
+        assert again.fleet == "lab" and again.releases == releases
+        store.finish_run(setup.run_id, "finished")
+        with pytest.raises(Exception, match="has ended; nothing to resume"):
+            kernel_bisect.resume(store, setup.run_id)

@@ -333,28 +333,13 @@ def drop_artifacts(setup: GitKernelSetup) -> None:
 
 
 def resume(store: Store, run_id: int) -> GitKernelSetup:
-    """A stored git-range kernel bisect, its finished blocks replayed into a fresh engine;
-    `run` goes on from the first block not finished (a half-done one: its attempt is
-    adopted or sent again, and the host skips the samples the store holds)."""
-    from iolab.lab import claim as lab_claim
-    from iolab.plan import load_plan
-    from iolab.runs.meta import resume_point
+    """A stored git-range kernel bisect, its finished blocks replayed into a fresh engine
+    (`iolab.bisect.kernel_resume`); builds are not redone (the run's meta has them)."""
+    from iolab.bisect import kernel_resume
 
-    info = store.run(run_id)
-    s = info.meta.get(META)
-    if info.kind != KIND or not isinstance(s, dict) or "kernel_build" not in s:
-        raise IolabError(f"run {run_id} is not a kernel bisect over a git range")
-    seed, profile = resume_point(info)
-    assert info.plan_path is not None
-    try:
-        template = load_plan(info.plan_path, profile)
-    except OSError:
-        raise PlanError(
-            f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume"
-        ) from None
-    if template.sha256 != s.get("template_sha256"):
-        raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
-    builds = info.meta.get(artifacts.META)
+    stored = kernel_resume.reopen(store, run_id, "kernel_build", "a kernel bisect over a git range")
+    s, meta = stored.settings, stored.meta
+    builds = meta.get(artifacts.META)
     if not isinstance(builds, dict):
         raise IolabError(f"run {run_id} has no recorded kernel builds; cannot resume it")
     try:
@@ -368,56 +353,18 @@ def resume(store: Store, run_id: int) -> GitKernelSetup:
         kpi = str(s["kpi"])
     except (KeyError, TypeError, ValueError):
         raise IolabError(f"run {run_id} has incomplete bisect settings; cannot resume it") from None
-    if info.meta.get("kernel_artifacts_removed") is not None:
-        raise IolabError(f"bisect run {run_id} has ended; nothing to resume")
     releases = {k: str(v["release"]) for k, v in builds.items() if v.get("ok")}
-    derived = kernel_plan(template, releases)
-    lab_claim.claim(store, run_id)  # refused while the bisect that made it is alive
-    run = lifecycle.OpenRun(store, derived, run_id, seed, resumed=True)
+    derived = kernel_plan(stored.template, releases)
+    run = lifecycle.OpenRun(store, derived, run_id, stored.seed, resumed=True)
     setup = GitKernelSetup(
-        run, template, derived, builder.repo, shas, kpi, direction, engine, builder,
+        run, stored.template, derived, builder.repo, shas, kpi, direction, engine, builder,
         builds={k: dict(v) for k, v in builds.items()}, fleet=str(s.get("fleet") or ""),
     )  # fmt: skip
-    _replay(setup)
+
+    def unbuildable(index: int) -> bool:
+        return not setup.builds.get(setup.sha(index), {}).get("ok", True)
+
+    setup.replayed, setup.next_block = kernel_resume.replay(
+        store, run_id, kpi, engine, setup.sha, unbuildable
+    )
     return setup
-
-
-def _replay(setup: GitKernelSetup) -> None:
-    """Feed the stored, complete blocks to the engine in order, as `run` fed them."""
-    by_block: dict[int, dict[str, Any]] = {}
-    for sample in setup.store.samples(
-        run_id=setup.run_id, metrics=[setup.kpi], with_jobs=False, with_histograms=False
-    ):
-        if sample.block is not None and sample.variant is not None:
-            by_block.setdefault(sample.block, {})[sample.variant] = sample
-    last = max(by_block, default=0)
-    engine = setup.engine
-    for block in range(1, last + 1):
-        measure = engine.action()
-        while measure is not None:
-            bad = [i for i in measure.arms if not setup.builds.get(setup.sha(i), {}).get("ok", 1)]
-            if not bad:
-                break
-            engine.unbuildable(bad[0])
-            measure = engine.action()
-        stored = by_block.get(block, {})
-        if measure is None:
-            if stored:
-                raise IolabError(f"run {setup.run_id}: block {block} is past the bisect's end")
-            break
-        arms = [setup.sha(i) for i in measure.arms]
-        if set(stored) - set(arms):
-            raise IolabError(
-                f"run {setup.run_id}: block {block} does not match the bisect's course "
-                "(was the run changed?)"
-            )
-        if len(stored) < len(arms):
-            setup.next_block = block  # half done: `run` adopts or redoes its attempt
-            return
-        values = [
-            stored[a].metrics.get(setup.kpi) if stored[a].status == "ok" else None for a in arms
-        ]
-        if all(v is not None and v > 0 for v in values):
-            engine.feed(np.array([values], dtype=np.float64))
-        setup.replayed = block
-    setup.next_block = last + 1

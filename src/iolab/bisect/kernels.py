@@ -81,6 +81,9 @@ class KernelSetup:
     kpi: str
     direction: Direction
     engine: Bisection
+    next_block: int = 1
+    replayed: int = 0
+    fleet: str = ""
 
     def release(self, index: int) -> str:
         return self.releases[index + 1]
@@ -100,6 +103,7 @@ def start(
     margin_pct: float,
     max_blocks: int,
     search: str,
+    fleet: str = "",
 ) -> KernelSetup:
     """Check everything, then create the run (a refused bisect leaves no run)."""
     chosen = check_kernels(releases)
@@ -115,10 +119,40 @@ def start(
         "margin_pct": margin_pct,
         "max_blocks": max_blocks,
         "search": search,
+        "template_sha256": plan.sha256,
+        "fleet": fleet,
     }
     store.update_run_meta(run.run_id, {META: settings})
     engine = _engine(len(chosen) - 1, direction, alpha, margin_pct, max_blocks, search, metric)
-    return KernelSetup(run, derived, chosen, metric, direction, engine)
+    return KernelSetup(run, derived, chosen, metric, direction, engine, fleet=fleet)
+
+
+def resume(store: Store, run_id: int) -> KernelSetup:
+    """A stored `bisect --kernels`, its finished blocks replayed into a fresh engine
+    (`iolab.bisect.kernel_resume`)."""
+    from iolab.bisect import kernel_resume
+
+    stored = kernel_resume.reopen(store, run_id, "kernels", "a kernel bisect over releases")
+    s = stored.settings
+    try:
+        releases = check_kernels([str(r) for r in s["kernels"]])
+        direction = Direction(s["direction"])
+        kpi = str(s["kpi"])
+        engine = _engine(
+            len(releases) - 1, direction, float(s["alpha"]), float(s["margin_pct"]),
+            int(s["max_blocks"]), str(s["search"]), kpi,
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        raise IolabError(f"run {run_id} has incomplete bisect settings; cannot resume it") from None
+    derived = kernel_plan(stored.template, releases)
+    run = lifecycle.OpenRun(store, derived, run_id, stored.seed, resumed=True)
+    setup = KernelSetup(
+        run, derived, releases, kpi, direction, engine, fleet=str(s.get("fleet") or "")
+    )
+    setup.replayed, setup.next_block = kernel_resume.replay(
+        store, run_id, kpi, engine, setup.release
+    )
+    return setup
 
 
 def run(
@@ -134,7 +168,7 @@ def run(
     failed_blocks = 0
     with lifecycle.running(setup.run) as ending:
         try:
-            block = 1
+            block = setup.next_block
             measure = engine.action()
             while measure is not None:
                 arms = [setup.release(i) for i in measure.arms]

@@ -62,6 +62,13 @@ _RUN_OPTIONS = {
 }
 
 
+_KERNELS_OPTIONS = {
+    "kpi": "--kpi",
+    "alpha": "--alpha",
+    "margin": "--margin",
+    "max_blocks": "--max-blocks",
+    "search": "--search",
+}
 _KERNEL_GIT_OPTIONS = {
     "kernel_repo": "--kernel-repo",
     "kernel_build": "--kernel-build",
@@ -78,8 +85,15 @@ _KERNEL_GIT_OPTIONS = {
 
 def _stored_kind(ctx: click.Context, run_id: int) -> str:
     """Which bisect run `run_id` is: "commits", "kernels" (releases) or "kernel-git"."""
-    with open_store(store_location(ctx), must_exist=True) as store:
-        settings = store.run(run_id).meta.get(driver.META)
+    from click.core import ParameterSource
+
+    if any(ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE for n in _RUN_OPTIONS):
+        return "commits"  # a commit bisect's options: its own path refuses them with --resume
+    try:
+        with open_store(store_location(ctx), must_exist=True) as store:
+            settings = store.run(run_id).meta.get(driver.META)
+    except IolabError:
+        return "commits"  # no such store or run: said by the commit path, as before
     if isinstance(settings, dict) and "kernel_build" in settings:
         return "kernel-git"
     if isinstance(settings, dict) and "kernels" in settings:
@@ -242,9 +256,9 @@ def command(
     if resume is not None and plan_path is None and kernel_repo is None and kernel_build is None:
         kind = _stored_kind(ctx, resume)
         if kind == "kernels":
-            raise IolabError(
-                f"bisect run {resume} is over kernel releases: it cannot be resumed yet"
-            )
+            _kernels(ctx, None, [], fleet, hosts, broker, kpi, alpha, margin, max_blocks,
+                     search, format_name, resume, quiet)  # fmt: skip
+            return
         if kind == "kernel-git":
             kernel_repo = kernel_build = ""  # the run's own
     if kernel_repo is not None or kernel_build is not None:
@@ -333,34 +347,47 @@ def _kernels(
     resume: int | None,
     quiet: bool,
 ) -> None:
-    """`bisect PLAN --kernels R1 … Rn --fleet CLASS`: the engine over kernel releases."""
+    """`bisect PLAN --kernels R1 … Rn --fleet CLASS`: the engine over kernel releases; or
+    `bisect --resume ID` of such a run."""
+    plan = None
     if resume is not None:
-        raise IolabError("a kernel bisect cannot be resumed yet; start it again")
-    if plan_path is None:
-        raise IolabError("bisect --kernels needs a PLAN")
-    if fleet is None:
-        raise IolabError(
-            "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab worker`, "
-            "docs/kernels.md)"
-        )
-    check_levels(alpha, margin)
-    kernel_bisect.check_kernels(kernels)
-    plan = load_plan(plan_path)
-    kernel_bisect.kernel_plan(plan, kernels)
-    check_fleet_store(ctx, fleet)
+        if plan_path is not None or kernels:
+            raise IolabError("--resume: bisect run keeps its own PLAN and --kernels")
+        refuse_with_resume(ctx, resume, _KERNELS_OPTIONS, "bisect run")
+    else:
+        if plan_path is None:
+            raise IolabError("bisect --kernels needs a PLAN")
+        if fleet is None:
+            raise IolabError(
+                "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab "
+                "worker`, docs/kernels.md)"
+            )
+        check_levels(alpha, margin)
+        kernel_bisect.check_kernels(kernels)
+        plan = load_plan(plan_path)
+        kernel_bisect.kernel_plan(plan, kernels)
+    check_fleet_store(ctx, fleet or "stored")
     console = Console(stderr=True, soft_wrap=True)
-    store = open_store(store_location(ctx))
+    store = open_store(store_location(ctx), must_exist=resume is not None)
     try:
+        if resume is not None:
+            setup = kernel_bisect.resume(store, resume)
+            fleet = fleet or setup.fleet or None
+        else:
+            assert plan is not None and fleet is not None
+            setup = kernel_bisect.start(
+                store, plan, kernels, kpi=kpi, alpha=alpha, margin_pct=margin,
+                max_blocks=max_blocks, search=search, fleet=fleet,
+            )  # fmt: skip
+        if fleet is None:
+            raise IolabError(f"bisect run {setup.run_id}: give --fleet CLASS")
         source = fleet_source(store, fleet, hosts, broker)
         assert source is not None
-        setup = kernel_bisect.start(
-            store, plan, kernels, kpi=kpi, alpha=alpha, margin_pct=margin,
-            max_blocks=max_blocks, search=search,
-        )  # fmt: skip
         if not quiet:
             console.print(
-                f"bisect run {setup.run_id}: {len(kernels) - 1} candidate kernels, "
-                f"KPI {setup.kpi}, seed {setup.run.seed}, on fleet {fleet}",
+                f"bisect run {setup.run_id}: {len(setup.releases) - 1} candidate kernels, "
+                f"KPI {setup.kpi}, seed {setup.run.seed}, on fleet {fleet}"
+                + (f" (blocks 1-{setup.replayed} replayed)" if setup.replayed else ""),
                 highlight=False,
                 markup=False,
             )
@@ -373,7 +400,11 @@ def _kernels(
         try:
             outcome, status = kernel_bisect.run(setup, source, progress)
         except KeyboardInterrupt:
-            click.echo(f"iolab: bisect run {setup.run_id} interrupted", err=True)
+            click.echo(
+                f"iolab: bisect run {setup.run_id} interrupted; `iolab bisect --resume "
+                f"{setup.run_id}` continues it",
+                err=True,
+            )
             sys.exit(EXIT_INTERRUPTED)
         report = kernel_bisect.conclude(store, setup, outcome, status)
     finally:
