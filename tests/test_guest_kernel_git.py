@@ -116,6 +116,9 @@ def check_run(fl: Fleet, environ: dict[str, str], run_id: int, shas: list[str]) 
         assert boot["booted_for_sample"] is True and boot["from_boot_id"] != boot["boot_id"]
     boots = [s["provenance"]["boot"]["boot_id"] for s in samples]
     assert len(set(boots)) == len(boots)
+    blocks = max(s["block"] for s in samples)
+    releases = sorted(set(built.values()))
+    print(f"run {run_id}: {len(samples)} samples in {blocks} blocks, releases {releases}")
 
 
 def bisect_args(
@@ -147,6 +150,7 @@ def test_kernel_git_bisect_in_a_guest(
         assert proc.returncode in (21, 22), proc.stderr + log_of(env, name)
         report = json.loads(proc.stdout)
         assert report["result"] in ("no regression", "not known"), report
+        print(f"result: {report['result']} (exit {proc.returncode}): {report.get('reason')}")
         assert report["good"]["sha"] == shas[0] and report["bad"]["sha"] == shas[-1]
         check_run(fleet, env, newest_run(fleet), shas)
         # each end built once (the engine asks for them in every block)
@@ -203,6 +207,8 @@ def test_kernel_git_bisect_resumed_after_ctrl_c(
         assert "(blocks 1-" in proc.stderr and "replayed" in proc.stderr, proc.stderr
         report = json.loads(proc.stdout)
         assert report["result"] in ("no regression", "not known"), report
+        print(f"result: {report['result']} (exit {proc.returncode}): {report.get('reason')}")
+        print(proc.stderr.splitlines()[0])
         check_run(fleet, env, run_id, shas)
     finally:
         guest_down(env, name)
