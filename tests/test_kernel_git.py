@@ -173,6 +173,9 @@ def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
     first.manifest.artifacts[0].write_text("tampered\n")
     assert not builder.build(shas[1]).cached
     assert calls.read_text().split() == [shas[1], shas[2], shas[3], shas[1]]
+    # another build command (another config) does not take this one's builds
+    other = KernelBuilder(path, tmp_path / "cache", (sys.executable, str(hook), str(calls), "x"))
+    assert not other.build(shas[3]).cached
     # the user's repository is only read: no worktree registered in it
     assert not (path / ".git" / "worktrees").exists()
 

@@ -25,12 +25,15 @@ hold the package `linux-image-<release>`.
 
 Exit status non-zero: the commit is unbuildable (the engine skips it, as `git bisect skip`).
 A manifest that is missing or wrong is the hook's fault, not the commit's: it ends the
-bisect in one line.  Built commits are cached per sha (`<cache>/kernel-builds/<sha>/`): a
-commit visited again, or a resumed or repeated bisect, is not built again.
+bisect in one line.  Built commits are cached per build command and sha
+(`<cache>/kernel-builds/<digest of the command>/<sha>/`): a commit visited again, or a
+repeated bisect with the same command, is not built again (the hook's own files are not
+part of the key: after changing the script, remove the cache).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -157,7 +160,9 @@ class KernelBuilder:
     ) -> None:
         self.repo, self.cache, self.argv, self.timeout_s = repo, cache, argv, timeout_s
         self.tree = cache / "tree"
-        self.builds = cache / "kernel-builds"
+        # per build command: another --kernel-build (another config) never reuses a build
+        digest = hashlib.sha256("\0".join(argv).encode()).hexdigest()[:12]
+        self.builds = cache / "kernel-builds" / digest
 
     def _checkout(self, sha: str) -> None:
         self.cache.mkdir(parents=True, exist_ok=True)
