@@ -10,8 +10,6 @@ import sys
 import click
 from rich.console import Console
 
-from iolab import ab
-from iolab.ab.run import DEFAULT_MAX_BLOCKS
 from iolab.cli.options import (
     check_fleet_store,
     check_levels,
@@ -31,6 +29,7 @@ from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import EXIT_INTERRUPTED
 from iolab.plan import load_plan
 from iolab.report import ci_exit_code
+from iolab.runs.meta import DEFAULT_MAX_BLOCKS
 from iolab.store import open_store
 
 # options that define a run's test: a resumed run keeps its own
@@ -132,6 +131,8 @@ def command(
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
     improvement, or no change within ±margin) or the budget is spent; then the report."""
+    from iolab import ab  # numpy and SQLAlchemy: not for --help
+
     # Everything the command line alone can get wrong fails before the store is opened.
     check_plan_or_resume(plan_path, resume)
     refuse_with_resume(ctx, resume, _RUN_OPTIONS, "run")

@@ -10,10 +10,6 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from iolab.bisect import driver
-from iolab.bisect import kernels as kernel_bisect
-from iolab.bisect.summary import conclude
-from iolab.bisect.target import Prepared
 from iolab.cli.options import (
     check_fleet_store,
     check_levels,
@@ -60,32 +56,6 @@ _RUN_OPTIONS = {
     "search": "--search",
     "cache": "--cache",
 }
-
-
-class ConsoleProgress(driver.Progress):
-    def __init__(self, console: Console, quiet: bool) -> None:
-        self.console, self.quiet = console, quiet
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            self.console.print(text, highlight=False, markup=False)
-
-    def building(self, sha: str) -> None:
-        self.say(f"preparing {sha[:12]}")
-
-    def built(self, done: Prepared) -> None:
-        if not done.ok:
-            self.say(f"{done.sha[:12]} is unbuildable: {done.reason}")
-
-    def block(self, block: int, measure: Measure, setup: driver.Setup) -> None:
-        shas = " ".join(setup.sha(i)[:12] for i in measure.arms)
-        self.say(f"block {block} · {measure.phase} · {shas}")
-
-    def step(self, setup: driver.Setup) -> None:
-        s = setup.engine.records[-1]
-        self.say(
-            f"step {s.step}: {setup.sha(s.index)[:12]} graded {s.verdict} after {s.blocks} blocks"
-        )
 
 
 @click.command("bisect")
@@ -186,6 +156,12 @@ def command(
     """Find the commit between --good and --bad that changed PLAN's KPI: the ends first,
     then each candidate against both ends in randomized blocks, then the culprit against its
     parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known."""
+    # the bisect service loads numpy and SQLAlchemy: imported here, not for --help
+    from iolab.bisect import driver
+    from iolab.bisect import kernels as kernel_bisect
+    from iolab.bisect.summary import conclude
+    from iolab.cli.bisect_progress import ConsoleProgress
+
     if first_kernel is not None or kernels_from is not None:
         kernels = [*([first_kernel] if first_kernel else []), *more_kernels]
         if kernels_from is not None:
@@ -277,6 +253,8 @@ def _kernels(
     quiet: bool,
 ) -> None:
     """`bisect PLAN --kernels R1 … Rn --fleet CLASS`: the engine over kernel releases."""
+    from iolab.bisect import kernels as kernel_bisect
+
     if resume is not None:
         raise IolabError("a kernel bisect cannot be resumed yet; start it again")
     if plan_path is None:
