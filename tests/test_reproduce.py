@@ -389,6 +389,55 @@ def test_robot_fio_basic_mail_reproduces_through_its_parameters(tmp_path: Path) 
     assert "scaled" in done.output
 
 
+def test_robot_mail_lists_the_lines_it_used() -> None:
+    """Not "used (0 mail lines)": the headline, the commit, the testcase, every line of the
+    `parameters:` block with what it became, the dimension header and the compared sides."""
+    from iolab.reproduce.service import reproduce
+
+    mail = Path(__file__).parent / "data" / "reports" / "lkp" / "2026-btrfs-fio-write-iops.txt"
+    text = mail.read_text()
+    lines = text.split("\n")
+    done = reproduce(text, str(mail))
+    where = {w: (shown, what) for w, shown, what in done.used}
+    assert [w for w, _, _ in done.used] == [
+        "line 10", "line 13", "line 19", *(f"line {n}" for n in range(23, 34) if n != 24),
+        "lines 50-51", "lines 54-55",
+    ]  # fmt: skip
+    for w, (shown, _) in where.items():
+        first = int(w.split()[1].split("-")[0])
+        assert shown.startswith(lines[first - 1].strip())
+    assert where["line 10"][1] == "the plan's KPI (the headline)"
+    assert where["line 31"] == ("bs: 4k", "fio bs")
+    assert where["line 27"] == ("fs: btrfs", "the plan's filesystem")
+    assert "not reproduced here" in where["line 26"][1]  # disk: 1HDD
+    assert where["lines 50-51"][0].endswith("lkp-icl-2sp9/128G/fio-basic")
+    assert done.ignored == []
+    cli = iolab("reproduce", str(mail))
+    assert cli.exit_code == 0 and "used (15 mail lines):" in cli.stderr
+    assert "  line 32       ioengine: pvsync2  → fio ioengine" in cli.stderr
+
+
+def test_robot_mail_with_another_testcase_first_uses_the_fio_basic_lines() -> None:
+    """The 2023 mail's own headline and `parameters:` are stress-ng's: the plan's lines are
+    the fio-basic impact row, its machine (nr_task 100% of its threads) and the fio-basic
+    table's dimension header — not the stress-ng block."""
+    from iolab.reproduce.service import reproduce
+
+    mail = Path(__file__).parent / "data" / "reports" / "lkp" / "2023-btrfs-stress-ng-quoted.txt"
+    done = reproduce(mail.read_text(), str(mail))
+    got = [(w, what) for w, _, what in done.used]
+    assert got == [
+        ("line 27", "the commit to compare (a kernel to run on)"),
+        ("line 64", "the plan's KPI (the headline)"),
+        ("line 65", "its thread count: nr_task's share"),
+        ("lines 129-130", got[3][1]),
+        ("lines 133-134", "base and commit: the kernels compared"),
+    ]
+    assert "fio-basic: fio.write_iops -11.2% regression" in done.used[1][1]
+    assert got[3][1].startswith("the plan's parameter set: bs, fs, ioengine, nr_task")
+    assert not any("stress-ng" in shown for _, shown, _ in done.used[2:])
+
+
 def test_revert_captions_without_a_kernel() -> None:
     on = (THREADS / "out" / "iversion-on.txt").read_text()
     off = (THREADS / "out" / "iversion-off.txt").read_text()
