@@ -731,6 +731,43 @@ def test_every_mmtests_row_is_its_source_line(path: Path) -> None:
             assert r.marks == ["*" in cell for cell in re.findall(r"[(*][^)*]*%[)*]", text)]
 
 
+_SPECJBB_KERNELS = [
+    "5.6.0-rc1 baseline-v3", "5.6.0-rc1 loadavg-v3", "5.6.0-rc1 lbidle-v3",
+    "5.6.0-rc1 classify-v3", "5.6.0-rc1 stopsearch-v3",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(_rewrapped, id="rewrapped"),
+        pytest.param(lambda s: _rewrapped("".join(f"> {x}\n" for x in s.splitlines())), id="q"),
+        pytest.param(lambda s: _rewrapped(s).replace("\n", "\r\n"), id="rewrapped-crlf"),
+    ],
+)
+def test_mmtests_rewrapped_header_keeps_its_kernels(mangle: object) -> None:
+    """A re-wrap at 72 columns breaks each 150-column header row (five versions, five names)
+    over two lines: the kernels are still read, in order, and so is the caption above."""
+    name = "mmtests/2020-specjbb-five-kernels.txt"
+    assert callable(mangle)
+    text = mangle((DATA / name).read_text())
+    assert "\n5.6.0-rc1              5.6.0-rc1              5.6.0-rc1" in text.replace(
+        "\r", ""
+    ).replace("> ", "")  # the version row really is broken: its end is on a line of its own
+    (t,) = tables(name, text)
+    assert t.columns == _SPECJBB_KERNELS and len(t.rows) == 40
+    skylake, cascade, pf = tables(
+        "mmtests/2022-highpcp-quoted.txt",
+        mangle((DATA / "mmtests/2022-highpcp-quoted.txt").read_text()),
+    )
+    assert skylake.caption == "1-socket Skylake"
+    assert skylake.columns == [
+        "5.17.0-rc3 vanilla", "5.17.0-rc3 mm-reverthighpcp-v1r1", "5.17.0-rc3 mm-highpcpopt-v1",
+    ]  # fmt: skip
+    assert cascade.caption == "2-socket CascadeLake"
+    assert pf.columns == ["5.17.0-rc3 vanilla", "5.17.0-rc3 mm-highpcpopt-v1r4"]
+
+
 @pytest.mark.parametrize(
     "mangle",
     [
@@ -750,15 +787,17 @@ def test_every_mmtests_row_is_its_source_line(path: Path) -> None:
     ],
 )
 def test_mangled_peer_tables_read_the_same(name: str, mangle: object) -> None:
-    def cells(found: list[Comparison]) -> list[list[tuple[object, ...]]]:
-        return [[(*fields(r), r.values, r.marks, r.stddev) for r in t.rows] for t in found]
+    def cells(found: list[Comparison]) -> tuple[list[list[tuple[object, ...]]], list[object]]:
+        rows = [[(*fields(r), r.values, r.marks, r.stddev) for r in t.rows] for t in found]
+        return rows, [(t.columns, t.caption) for t in found]
 
     body = (DATA / name).read_text()
     if body.startswith(("From:", "Date:", "Subject:")):
         body = body.split("\n\n", 1)[1]  # a pasted copy: the body, without the headers
     want = cells(tables(name, body))
     assert callable(mangle)
-    assert cells(tables(name, mangle(body))) == want and sum(map(len, want)) >= 6
+    assert cells(tables(name, mangle(body))) == want
+    assert sum(map(len, want[0])) >= 6
 
 
 def test_a_saved_quoted_printable_robot_message_reads_the_same() -> None:
