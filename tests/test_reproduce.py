@@ -438,6 +438,59 @@ def test_robot_mail_with_another_testcase_first_uses_the_fio_basic_lines() -> No
     assert not any("stress-ng" in shown for _, shown, _ in done.used[2:])
 
 
+_SWEEP = "mkfs.ext4 -F /dev/nvme0n1\nmount -o noatime /dev/nvme0n1 /mnt/test\n\n" + "".join(
+    f"fio --name=seqw --directory=/mnt/test --rw=write --bs={bs} --size=64M --runtime=30 "
+    "--time_based --ioengine=libaio --iodepth=16\n"
+    for bs in ("4k", "64k", "1M")
+)
+
+
+def test_a_sweep_of_one_fio_option_is_a_matrix_dimension(tmp_path: Path) -> None:
+    """The same fio command at three bs values: one job with `bs={bs}` and `matrix: {bs: …}`
+    (three cases), not one case and two ignored workloads."""
+    out = tmp_path / "sweep.yaml"
+    done = iolab("reproduce", "-", "-o", str(out), input=_SWEEP)
+    assert done.exit_code == 0, done.output
+    plan = load_plan(str(out))
+    assert [c.key for c in plan.cases] == ["bs=4k", "bs=64k", "bs=1M"]
+    for case, bs in zip(plan.cases, ("4k", "64k", "1M"), strict=True):
+        job = case.workload.fio_text or ""
+        assert f"\nbs={bs}\n" in job and "rw=write" in job and "iodepth=16" in job
+    assert len(load_plan(str(out), "quick").cases) == 3
+    text = out.read_text()
+    assert "bs={bs}" in text and "bs: [4k, 64k, 1M]" in text
+    listing = done.stdout  # with -o the listing is the command's output
+    assert "ignored" not in listing
+    assert "line 5" in listing and "→ matrix bs=64k" in listing and "→ matrix bs=1M" in listing
+
+
+def test_a_numjobs_sweep_sizes_the_target_for_its_largest_cell() -> None:
+    mail = "".join(
+        f"fio --name=w --directory=/mnt --rw=randwrite --bs=4k --size=256M --numjobs={n}\n"
+        for n in (1, 4, 16)
+    )
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 0, done.output
+    assert "numjobs={numjobs}" in done.stdout and "numjobs: ['1', '4', '16']" in done.stdout
+    assert "files take 4G" in done.stdout  # 16 jobs x 256M, not the first command's 256M
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "fio --name=j --directory=/mnt --rw=write --bs=64k --size=64M --iodepth=32",  # two differ
+        "fio --name=j --directory=/mnt --rw=write --bs=4k --size=128M",  # size: not an axis
+        "fio --name=j --directory=/mnt --rw=write --bs=4k --size=64M --fsync=1",  # other shape
+    ],
+)
+def test_commands_that_are_not_a_sweep_stay_one_workload(second: str) -> None:
+    first = "fio --name=j --directory=/mnt --rw=write --bs=4k --size=64M"
+    done = iolab("reproduce", "-", input=f"{first}\n{second}\n")
+    assert done.exit_code == 0, done.output
+    assert "matrix" not in done.stdout
+    assert "a second fio workload; a plan runs one" in done.stderr
+
+
 def test_revert_captions_without_a_kernel() -> None:
     on = (THREADS / "out" / "iversion-on.txt").read_text()
     off = (THREADS / "out" / "iversion-off.txt").read_text()
