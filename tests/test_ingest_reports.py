@@ -433,6 +433,57 @@ def test_lkp_2025_ext4_on_md_raid0_facts_and_rows() -> None:
     assert fields(t.rows[-1]) == ("sched_debug.sched_clk", None, 289382, 5, 24.5, None, 360266, 4)
 
 
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(lambda s: s, id="as-sent"),
+        pytest.param(lambda s: "".join(f"> {line}\n" for line in s.splitlines()), id="quoted"),
+        pytest.param(_rewrapped, id="rewrapped"),
+        pytest.param(lambda s: _rewrapped(s).replace("\n", "\r\n"), id="rewrapped-crlf"),
+    ],
+)
+def test_lkp_2011_writeback_matrix_over_jbod_raid0_and_thresholds(mangle: object) -> None:
+    """Fengguang Wu's 2011 dd writeback matrix (the family of the missing ext4 RAID thread):
+    seven tables named by the line above them, cells over JBOD/RAID0/NFS and dirty
+    thresholds, a TOTAL row in five; the ext4 rows and the RAID0 table checked exactly."""
+    name = "lkp/2011-fengguang-ioless-jbod-raid0.txt"
+    assert callable(mangle)
+    found = tables(name, mangle((DATA / name).read_text().split("\n\n", 1)[1]))
+    assert [(t.caption, len(t.rows)) for t in found] == [
+        ("USB stick", 5), ("single disk", 41), ("single disk, different dd block sizes", 9),
+        ("JBOD", 51), ("software RAID0", 4), ("NFS", 13),
+        ("the NFS smooth patch may cut the regressions by half", 13),
+    ]  # fmt: skip
+    assert all(t.columns == ["3.1.0-rc4-vanilla+", "3.1.0-rc8-ioless6+"] for t in found[:6])
+    assert found[6].columns == ["3.1.0-rc8-ioless6+", "3.1.0-rc4-nfs-smooth+"]
+    assert all(r.metric is None and r.change_abs is None for t in found for r in t.rows)
+    raid0 = [(r.cell, r.base, r.change_pct, r.new) for r in found[4].rows]
+    assert raid0 == [
+        ("RAID0-10HDD-16G/xfs-1000dd-1M-24p-16384M-20:10-X", 562.90, -2.3, 549.79),
+        ("RAID0-10HDD-16G/xfs-100dd-1M-24p-16384M-20:10-X", 662.22, -0.5, 659.09),
+        ("RAID0-10HDD-16G/xfs-10dd-1M-24p-16384M-20:10-X", 645.99, 0.7, 650.40),
+        ("TOTAL", 1871.12, -0.6, 1859.27),
+    ]
+    ext4 = [
+        (r.cell, r.base, r.change_pct, r.new) for r in found[1].rows if "/ext4-" in (r.cell or "")
+    ]
+    assert ext4 == [
+        ("thresh=100M/ext4-10dd-4k-8p-4096M-100M:10-X", 47.59, -0.2, 47.50),
+        ("thresh=100M/ext4-1dd-4k-8p-4096M-100M:10-X", 56.83, 2.4, 58.18),
+        ("thresh=100M/ext4-2dd-4k-8p-4096M-100M:10-X", 54.81, 1.8, 55.79),
+        ("thresh=1G/ext4-100dd-4k-8p-4096M-1024M:10-X", 53.25, -3.3, 51.47),
+        ("thresh=1G/ext4-10dd-4k-8p-4096M-1024M:10-X", 56.17, 0.0, 56.19),
+        ("thresh=1G/ext4-1dd-4k-8p-4096M-1024M:10-X", 58.11, 0.5, 58.41),
+    ]
+    jbod_ext4 = [r for r in found[3].rows if "/ext4-" in (r.cell or "")]
+    assert len(jbod_ext4) == 20
+    assert (jbod_ext4[0].cell, jbod_ext4[0].base, jbod_ext4[0].new) == (
+        "JBOD-10HDD-6G/ext4-100dd-1M-16p-8192M-20:10-X", 330.97, 335.62,
+    )  # fmt: skip
+    assert fields(found[3].rows[-1]) == (None, "TOTAL", 19621.76, None, 1.8, None, 19968.81, None)
+    assert all(r.base_stddev_pct is None and r.new_stddev_pct is None for r in found[3].rows)
+
+
 def test_lkp_2011_kernel_columns_cells_and_a_row_without_change() -> None:
     summary, bw, reclaim = tables("lkp/2011-fengguang-per-zone-dirty.txt")
     assert summary.columns == [
@@ -687,7 +738,7 @@ def test_every_lkp_row_is_its_source_line(path: Path) -> None:
             ]
             name = r.metric if r.cell is None else r.cell
             if r.cell == "TOTAL":
-                name = f"TOTAL {r.metric}"
+                name = "TOTAL" if r.metric is None else f"TOTAL {r.metric}"
             if name is not None and not text.rstrip().endswith(name):  # wrapped: name below
                 assert lines[r.line].strip() == name, (path.name, r.line, text)
                 assert _figures(text) == want, (path.name, r.line, text)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from iolab.ingest.tables import NUM, number
+from iolab.ingest.tables import NUM, caption_above, number
 from iolab.model.comparison import Comparison, Headline, RobotMail, Row
 
 _SD = r"(?:\s*[±~]\s*(\d+)%)?"
@@ -132,7 +132,21 @@ def _table(lines: list[str], dash: int, source: str) -> Comparison | None:
     if not rows:
         return None
     _cells(rows, stddev_layout)
-    return Comparison(format="lkp", source=source, line=dash + 1, rows=rows, columns=columns)
+    table = Comparison(format="lkp", source=source, line=dash + 1, rows=rows, columns=columns)
+    if not stddev_layout:
+        table.caption = _old_caption(lines, dash - 1)
+    return table
+
+
+def _old_caption(lines: list[str], head: int) -> str | None:
+    """2011–2014 mails name a table in a line of its own ending in `:` right above the
+    column head ("JBOD:", "software RAID0:", "single disk, different dd block sizes:")."""
+    j = head - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    if j < 0 or head - j > 2 or not lines[j].rstrip().endswith(":"):
+        return None
+    return caption_above(lines, head)
 
 
 def _next_is_name(lines: list[str], i: int) -> bool:
@@ -165,7 +179,9 @@ def _row(m: re.Match[str], line: int) -> Row:
 def _cells(rows: list[Row], stddev_layout: bool) -> None:
     """Old layouts: rows are test cells of the metric the `TOTAL metric` row names."""
     for r in rows:
-        if r.metric is not None and r.metric.startswith("TOTAL "):
+        if r.metric == "TOTAL":  # 2011: a bare TOTAL row of a table whose metric is unnamed
+            r.cell, r.metric = "TOTAL", None
+        elif r.metric is not None and r.metric.startswith("TOTAL "):
             r.cell, r.metric = "TOTAL", r.metric.removeprefix("TOTAL ").strip()
     totals = [r for r in rows if r.cell == "TOTAL"]
     if stddev_layout:
