@@ -187,3 +187,23 @@ def test_ab_brief_names_its_report_and_what_to_try_next(
     assert tail[4].startswith(f"  iolab --db {db} results --run 1 ")
     html = page.read_text()
     assert "<svg" in html and "confidence sequence" in html
+
+
+def test_next_steps_name_the_program_as_it_can_be_called_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make demo` runs .venv/bin/iolab: its "next" commands must say so unless `iolab` on
+    PATH is that same program (a fresh shell has no `iolab` on PATH)."""
+    from iolab.cli.ab_cmd import _program
+
+    script = tmp_path / "venv" / "bin" / "iolab"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "ab"])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert _program() == str(script)
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert _program() == "iolab"
+    monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/dist-packages/iolab/__main__.py"])
+    assert _program() == "iolab"

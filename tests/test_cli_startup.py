@@ -1,8 +1,9 @@
 """Start-up: the commands people run dozens of times an hour load only what they need.
 
-`iolab --help` and `iolab parse` load neither scipy nor SQLAlchemy nor alembic; `iolab
-results` on a current store loads no scipy and no alembic (its revision is read with plain
-SQL).  Each case runs in a fresh interpreter, and the modules it loaded are listed."""
+`iolab --help`, `iolab --version`, every command's and subcommand's `--help` and `iolab
+parse` load neither numpy nor scipy nor SQLAlchemy nor alembic; `iolab results` on a current
+store loads no scipy and no alembic (its revision is read with plain SQL).  Each case runs in
+a fresh interpreter, and the modules it loaded are listed."""
 
 from __future__ import annotations
 
@@ -59,9 +60,26 @@ def loaded(tmp_path: Path, *args: str) -> tuple[object, object]:
     return report["code"], report["heavy"]
 
 
-def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
-    code, heavy = loaded(tmp_path, "--help")
-    assert code == 0 and heavy == []
+def _help_paths() -> list[tuple[str, ...]]:
+    """`iolab --help`, `--version`, and `--help` of every command and subcommand (a group's
+    own callback runs before its subcommand reads --help)."""
+    paths: list[tuple[str, ...]] = [("--help",), ("--version",)]
+    for name in COMMANDS:
+        command = cli.get_command(click.Context(cli), name)
+        paths.append((name, "--help"))
+        if isinstance(command, click.Group):
+            subs = command.list_commands(click.Context(command))
+            paths += [(name, sub, "--help") for sub in subs]
+    return paths
+
+
+@pytest.mark.parametrize("args", _help_paths(), ids=" ".join)
+def test_help_and_version_load_nothing_heavy(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Help is read while deciding what to type: no numpy or scipy (issue 21), nor
+    SQLAlchemy or alembic.  A command module imports the services that load them inside
+    the command's function, not at its top."""
+    code, heavy = loaded(tmp_path, *args)
+    assert code == 0 and heavy == [], args
 
 
 def test_parse_loads_nothing_heavy(tmp_path: Path) -> None:

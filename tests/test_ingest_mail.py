@@ -109,6 +109,45 @@ def test_message_text_decodes_quoted_printable_and_flowed() -> None:
     assert mail.message_text("plain text\nFrom: nobody\n") == "plain text\nFrom: nobody\n"
 
 
+@pytest.mark.parametrize(
+    "declared",
+    [
+        "Content-Type: text/plain; charset=us-ascii",  # the robot's 2014 mails
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit",
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 7bit",
+        'Content-Type: text/plain; charset="iso-8859-1"\nContent-Transfer-Encoding: 8bit',
+        "Content-Type: text/plain",
+        "MIME-Version: 1.0",
+    ],
+)
+def test_message_text_keeps_plus_minus_of_a_plain_saved_mail(declared: str) -> None:
+    """A .txt saved with its headers is text already: its charset is not applied again
+    (it turned every `±` into U+FFFD when the header said us-ascii or utf-8)."""
+    row = "  20464297 ± 49%    +227.8%   67090730 ±  2%  cpuidle..usage"
+    text = f"From: kernel test robot <oliver.sang@intel.com>\nSubject: s\n{declared}\n\n{row}\n"
+    assert mail.message_text(text).splitlines() == [row]
+
+
+def test_message_text_still_decodes_an_encoded_part_with_its_charset() -> None:
+    text = (
+        "From: a <a@example.org>\nSubject: s\nContent-Type: text/plain; charset=utf-8\n"
+        "Content-Transfer-Encoding: quoted-printable\n\n 1.0 =C2=B1 3%  x=\n y\n"
+    )
+    assert mail.message_text(text).splitlines() == [" 1.0 ± 3%  x y"]
+
+
+def test_a_real_robot_mail_saved_with_latin1_headers_reads_every_stddev() -> None:
+    """The 2025 ext4 mail keeps its `charset="iso-8859-1"` / 8bit headers; stored as UTF-8."""
+    from iolab.ingest.comparisons import find_comparisons
+
+    path = DATA / "reports" / "lkp" / "2025-ext4-large-folio-aim7-raid0.txt"
+    text = path.read_text()
+    body = mail.message_text(text)
+    assert "\ufffd" not in body and body.count("±") == text.count("±") > 100
+    (t,) = find_comparisons(body, str(path))
+    assert len(t.rows) == 129 and t.rows[0].base_stddev_pct == 33
+
+
 def test_unflow_rejoins_soft_breaks_per_quote_depth() -> None:
     body = "> one \n> two\n>> three \n>> four\nfive\n-- \nsig"
     assert mail.unflow(body).splitlines() == ["> one two", "> > three four", "five", "-- ", "sig"]

@@ -44,6 +44,17 @@ def row(t: Comparison, metric: str, cell: str | None = None) -> Row:
     return found
 
 
+def _rewrapped(text: str, width: int = 72) -> str:
+    """What a mail client does: long lines broken at spaces, nothing else touched."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        out += textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(out) + "\n"
+
+
 # --- 0-day / LKP ----------------------------------------------------------------------
 
 
@@ -274,6 +285,205 @@ def test_lkp_2014_tilde_layout_cells_and_totals() -> None:
     assert (h.metric, h.change_pct, h.direction) == ("proc-vmstat.pgfault", -55.4, "change")
 
 
+# The 2014 ext4 dd-write mail (Fengguang Wu, linux-mm): one table per metric, its test cells
+# (dd-write on an 11-disk JBOD, ext4) and a TOTAL row; a `+Inf%` change over a base of 0.
+# (cell, base, base ~sd%, change %, new, new ~sd%) per metric, as the mail prints them.
+_DD_WRITE_EXT4_2014 = {
+    "fileio.request_latency_max_ms": [
+        ("snb-drag/sysbench/fileio/600s-100%-1HDD-ext4-64G-1024-seqwr-sync",
+         864.70, 5, -27.5, 627.28, None),
+        ("snb-drag/sysbench/fileio/600s-100%-1HDD-xfs-64G-1024-rndwr-sync",
+         178.20, 104, -99.9, 0.13, None),
+        ("TOTAL", 1042.90, 22, -39.8, 627.41, None),
+    ],
+    "last_state.is_incomplete_run": [
+        ("lkp-a04/fake/boot/1", 0, None, "+Inf%", 1, 0),
+        ("TOTAL", 0, None, "+Inf%", 1, 0),
+    ],
+    "ftrace.writeback_single_inode.sdg.age": [
+        ("lkp-ws02/micro/dd-write/11HDD-JBOD-cfq-ext4-10dd", 10, 10, 1560.0, 166, None),
+        ("TOTAL", 10, 10, 1560.0, 166, None),
+    ],
+    "cpuidle.POLL.time": [
+        ("lkp-snb01/micro/hackbench/1600%-process-socket", 9662, 19, 17955.3, 1744594, None),
+        ("lkp-snb01/micro/hackbench/1600%-threads-socket", 4235, 22, 6497.6, 279443, None),
+        ("lkp-snb01/micro/hackbench/50%-process-pipe", 3842, 4, 1468.7, 60278, None),
+        ("lkp-snb01/micro/hackbench/50%-process-socket", 17181, 3, 393.1, 84722, None),
+        ("TOTAL", 34922, 10, 6111.0, 2169037, None),
+    ],
+    "ftrace.balance_dirty_pages.sdl.period": [
+        ("lkp-ws02/micro/dd-write/11HDD-JBOD-cfq-ext4-10dd", 34, 1, 61.8, 56, None),
+        ("TOTAL", 34, 1, 61.8, 56, None),
+    ],
+    "vmstat.memory.buff": [
+        ("snb-drag/sysbench/fileio/600s-100%-1HDD-xfs-64G-1024-rndwr-sync",
+         312, 0, -10.4, 280, None),
+        ("TOTAL", 312, 0, -10.4, 280, None),
+    ],
+    "interrupts.125:PCI-MSI-edge.eth1-TxRx-4": [
+        ("lkp-ws02/micro/dd-write/11HDD-JBOD-cfq-ext4-100dd", 350, 3, 3056.4, 11057, None),
+        ("lkp-ws02/micro/dd-write/11HDD-JBOD-cfq-ext4-10dd", 340, 2, 1792.2, 6443, None),
+        ("TOTAL", 690, 3, 2433.3, 17500, None),
+    ],
+    "interrupts.127:PCI-MSI-edge.eth1-TxRx-6": [
+        ("lkp-ws02/micro/dd-write/11HDD-JBOD-cfq-ext4-1dd", 310, 1, 2021.3, 6595, None),
+        ("TOTAL", 310, 1, 2021.3, 6595, None),
+    ],
+    "interrupts.101:PCI-MSI-edge.eth1-TxRx-1": [
+        ("lkp-sb03/micro/nepim/300s-100%-udp", 157, 4, 118.4, 344, None),
+        ("TOTAL", 157, 4, 118.4, 344, None),
+    ],
+    "boottime.dhcp": [
+        ("lkp-a05/fake/boot/1", 40.55, 0, -50.6, 20.02, None),
+        ("TOTAL", 40.55, 0, -50.6, 20.02, None),
+    ],
+    "boottime.boot": [
+        ("lkp-a05/fake/boot/1", 60.79, 0, -47.8, 31.74, None),
+        ("TOTAL", 60.79, 0, -47.8, 31.74, None),
+    ],
+    "boottime.idle": [
+        ("lkp-a05/fake/boot/1", 186, 0, -46.1, 100, None),
+        ("TOTAL", 186, 0, -46.1, 100, None),
+    ],
+    "interrupts.50:PCI-MSI-edge.eth0-tx-0": [
+        ("lkp-a05/micro/iperf/300s-tcp", 157, 3, 84.7, 290, None),
+        ("TOTAL", 157, 3, 84.7, 290, None),
+    ],
+    "interrupts.LOC": [
+        ("lkp-sb03/micro/nepim/300s-25%-udp", 212639, 1, 48.1, 314887, None),
+        ("TOTAL", 212639, 1, 48.1, 314887, None),
+    ],
+    "interrupts.47:PCI-MSI-edge.eth0-rx-1": [
+        ("lkp-a05/micro/iperf/300s-tcp", 207, 2, 35.8, 282, None),
+        ("TOTAL", 207, 2, 35.8, 282, None),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(lambda s: s, id="as-sent"),
+        pytest.param(lambda s: "".join(f"> {line}\n" for line in s.splitlines()), id="quoted"),
+        # a mail client's re-wrap pushes long cells, and the metric of `TOTAL metric`, down
+        pytest.param(_rewrapped, id="rewrapped"),
+        pytest.param(lambda s: _rewrapped(s, 60), id="rewrapped-60"),
+        pytest.param(lambda s: s.replace("\n", "\r\n"), id="crlf"),
+    ],
+)
+def test_lkp_2014_dd_write_ext4_every_row(mangle: object) -> None:
+    name = "lkp/2014-fengguang-dd-write-ext4-jbod.txt"
+    body = (DATA / name).read_text().split("\n\n", 1)[1]
+    assert callable(mangle)
+    text = mangle(body)
+    found = tables(name, text)
+    got = {
+        t.rows[0].metric: [
+            (r.cell, r.base, r.base_stddev_pct,
+             r.change_printed if r.change_pct is None else r.change_pct, r.new, r.new_stddev_pct)
+            for r in t.rows
+        ]
+        for t in found
+    }  # fmt: skip
+    assert got == _DD_WRITE_EXT4_2014
+    assert list(got) == list(_DD_WRITE_EXT4_2014)  # in the mail's order
+    assert sum(len(t.rows) for t in found) == 35
+    for t in found:
+        assert t.columns == ["v3.14", "685561ea2d015cb90c45504ec"]
+        assert {r.metric for r in t.rows} == {t.rows[0].metric}
+        assert all(r.change_abs is None for r in t.rows)
+
+
+def test_rewrapping_pushes_the_2014_total_metric_down() -> None:
+    body = (DATA / "lkp/2014-fengguang-dd-write-ext4-jbod.txt").read_text().split("\n\n", 1)[1]
+    assert "\nfileio.request_latency_max_ms\n" in _rewrapped(body)
+    assert "\n1HDD-ext4-64G-1024-seqwr-sync\n" not in _rewrapped(body)
+
+
+def test_lkp_2025_ext4_on_md_raid0_facts_and_rows() -> None:
+    """aim7 on ext4 over an md RAID0 of 4 ramdisks: the `\\ | \\` layout, a negative base,
+    absolute changes for percentage metrics, a second headline in the impact box."""
+    (t,) = tables("lkp/2025-ext4-large-folio-aim7-raid0.txt")
+    assert len(t.rows) == 129 and t.columns == ["01e807e18fd87937", "7ac67301e82f02b77a5c8e7377a"]
+    robot = t.robot
+    assert robot is not None
+    assert robot.commit == "7ac67301e82f02b77a5c8e7377a1f414ef108b84"
+    assert robot.subject == "ext4: enable large folio for regular file"
+    assert (robot.base, robot.testcase) == ("01e807e18f", "aim7")
+    assert robot.parameters == {
+        "disk": "4BRD_12G", "md": "RAID0", "fs": "ext4", "test": "creat-clo", "load": "1000",
+        "cpufreq_governor": "performance",
+    }  # fmt: skip
+    assert [(h.metric, h.change_pct, h.direction) for h in robot.headlines] == [
+        ("aim7.jobs-per-min", -22.9, "regression"),
+        ("filebench.sum_operations/s", 13.9, "improvement"),
+    ]
+    assert robot.link == "https://lore.kernel.org/oe-lkp/202506032249.cd0b4bc-lkp@intel.com"
+    assert t.dimensions["md"] == "RAID0" and t.testbox == "lkp-csl-2sp3"
+    assert fields(t.rows[0]) == ("cpuidle..time", None, 1.039e10, 33, 141.0, None, 2.504e10, None)
+    assert fields(row(t, "aim7.jobs-per-min")) == (
+        "aim7.jobs-per-min", None, 12003, 6, -22.9, None, 9255, None,
+    )  # fmt: skip
+    assert fields(row(t, "mpstat.cpu.all.idle%")) == (
+        "mpstat.cpu.all.idle%", None, 21.11, 23, None, 19.0, 40.15, None,
+    )  # fmt: skip
+    assert fields(row(t, "sched_debug.cpu.nr_uninterruptible.min")) == (
+        "sched_debug.cpu.nr_uninterruptible.min", None, -436.21, None, 166.4, None, -1162, None,
+    )  # fmt: skip
+    assert fields(t.rows[-1]) == ("sched_debug.sched_clk", None, 289382, 5, 24.5, None, 360266, 4)
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(lambda s: s, id="as-sent"),
+        pytest.param(lambda s: "".join(f"> {line}\n" for line in s.splitlines()), id="quoted"),
+        pytest.param(_rewrapped, id="rewrapped"),
+        pytest.param(lambda s: _rewrapped(s).replace("\n", "\r\n"), id="rewrapped-crlf"),
+    ],
+)
+def test_lkp_2011_writeback_matrix_over_jbod_raid0_and_thresholds(mangle: object) -> None:
+    """Fengguang Wu's 2011 dd writeback matrix (the family of the missing ext4 RAID thread):
+    seven tables named by the line above them, cells over JBOD/RAID0/NFS and dirty
+    thresholds, a TOTAL row in five; the ext4 rows and the RAID0 table checked exactly."""
+    name = "lkp/2011-fengguang-ioless-jbod-raid0.txt"
+    assert callable(mangle)
+    found = tables(name, mangle((DATA / name).read_text().split("\n\n", 1)[1]))
+    assert [(t.caption, len(t.rows)) for t in found] == [
+        ("USB stick", 5), ("single disk", 41), ("single disk, different dd block sizes", 9),
+        ("JBOD", 51), ("software RAID0", 4), ("NFS", 13),
+        ("the NFS smooth patch may cut the regressions by half", 13),
+    ]  # fmt: skip
+    assert all(t.columns == ["3.1.0-rc4-vanilla+", "3.1.0-rc8-ioless6+"] for t in found[:6])
+    assert found[6].columns == ["3.1.0-rc8-ioless6+", "3.1.0-rc4-nfs-smooth+"]
+    assert all(r.metric is None and r.change_abs is None for t in found for r in t.rows)
+    raid0 = [(r.cell, r.base, r.change_pct, r.new) for r in found[4].rows]
+    assert raid0 == [
+        ("RAID0-10HDD-16G/xfs-1000dd-1M-24p-16384M-20:10-X", 562.90, -2.3, 549.79),
+        ("RAID0-10HDD-16G/xfs-100dd-1M-24p-16384M-20:10-X", 662.22, -0.5, 659.09),
+        ("RAID0-10HDD-16G/xfs-10dd-1M-24p-16384M-20:10-X", 645.99, 0.7, 650.40),
+        ("TOTAL", 1871.12, -0.6, 1859.27),
+    ]
+    ext4 = [
+        (r.cell, r.base, r.change_pct, r.new) for r in found[1].rows if "/ext4-" in (r.cell or "")
+    ]
+    assert ext4 == [
+        ("thresh=100M/ext4-10dd-4k-8p-4096M-100M:10-X", 47.59, -0.2, 47.50),
+        ("thresh=100M/ext4-1dd-4k-8p-4096M-100M:10-X", 56.83, 2.4, 58.18),
+        ("thresh=100M/ext4-2dd-4k-8p-4096M-100M:10-X", 54.81, 1.8, 55.79),
+        ("thresh=1G/ext4-100dd-4k-8p-4096M-1024M:10-X", 53.25, -3.3, 51.47),
+        ("thresh=1G/ext4-10dd-4k-8p-4096M-1024M:10-X", 56.17, 0.0, 56.19),
+        ("thresh=1G/ext4-1dd-4k-8p-4096M-1024M:10-X", 58.11, 0.5, 58.41),
+    ]
+    jbod_ext4 = [r for r in found[3].rows if "/ext4-" in (r.cell or "")]
+    assert len(jbod_ext4) == 20
+    assert (jbod_ext4[0].cell, jbod_ext4[0].base, jbod_ext4[0].new) == (
+        "JBOD-10HDD-6G/ext4-100dd-1M-16p-8192M-20:10-X", 330.97, 335.62,
+    )  # fmt: skip
+    assert fields(found[3].rows[-1]) == (None, "TOTAL", 19621.76, None, 1.8, None, 19968.81, None)
+    assert all(r.base_stddev_pct is None and r.new_stddev_pct is None for r in found[3].rows)
+
+
 def test_lkp_2011_kernel_columns_cells_and_a_row_without_change() -> None:
     summary, bw, reclaim = tables("lkp/2011-fengguang-per-zone-dirty.txt")
     assert summary.columns == [
@@ -300,17 +510,6 @@ def test_lkp_2011_kernel_columns_cells_and_a_row_without_change() -> None:
 # --- mangled copies ---------------------------------------------------------------------
 
 
-def _rewrapped(text: str, width: int = 72) -> str:
-    """What a mail client does: long lines broken at spaces, nothing else touched."""
-    out = []
-    for line in text.splitlines():
-        if len(line) <= width:
-            out.append(line)
-            continue
-        out += textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
-    return "\n".join(out) + "\n"
-
-
 @pytest.mark.parametrize(
     "mangle",
     [
@@ -325,7 +524,12 @@ def _rewrapped(text: str, width: int = 72) -> str:
     ],
 )
 @pytest.mark.parametrize(
-    "name", ["lkp/2026-btrfs-fio-write-iops.txt", "lkp/2023-btrfs-stress-ng-quoted.txt"]
+    "name",
+    [
+        "lkp/2026-btrfs-fio-write-iops.txt",
+        "lkp/2023-btrfs-stress-ng-quoted.txt",
+        "lkp/2025-ext4-large-folio-aim7-raid0.txt",
+    ],
 )
 def test_mangled_copies_read_the_same(name: str, mangle: object) -> None:
     original = (DATA / name).read_text()
@@ -534,7 +738,7 @@ def test_every_lkp_row_is_its_source_line(path: Path) -> None:
             ]
             name = r.metric if r.cell is None else r.cell
             if r.cell == "TOTAL":
-                name = f"TOTAL {r.metric}"
+                name = "TOTAL" if r.metric is None else f"TOTAL {r.metric}"
             if name is not None and not text.rstrip().endswith(name):  # wrapped: name below
                 assert lines[r.line].strip() == name, (path.name, r.line, text)
                 assert _figures(text) == want, (path.name, r.line, text)
@@ -578,6 +782,43 @@ def test_every_mmtests_row_is_its_source_line(path: Path) -> None:
             assert r.marks == ["*" in cell for cell in re.findall(r"[(*][^)*]*%[)*]", text)]
 
 
+_SPECJBB_KERNELS = [
+    "5.6.0-rc1 baseline-v3", "5.6.0-rc1 loadavg-v3", "5.6.0-rc1 lbidle-v3",
+    "5.6.0-rc1 classify-v3", "5.6.0-rc1 stopsearch-v3",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(_rewrapped, id="rewrapped"),
+        pytest.param(lambda s: _rewrapped("".join(f"> {x}\n" for x in s.splitlines())), id="q"),
+        pytest.param(lambda s: _rewrapped(s).replace("\n", "\r\n"), id="rewrapped-crlf"),
+    ],
+)
+def test_mmtests_rewrapped_header_keeps_its_kernels(mangle: object) -> None:
+    """A re-wrap at 72 columns breaks each 150-column header row (five versions, five names)
+    over two lines: the kernels are still read, in order, and so is the caption above."""
+    name = "mmtests/2020-specjbb-five-kernels.txt"
+    assert callable(mangle)
+    text = mangle((DATA / name).read_text())
+    assert "\n5.6.0-rc1              5.6.0-rc1              5.6.0-rc1" in text.replace(
+        "\r", ""
+    ).replace("> ", "")  # the version row really is broken: its end is on a line of its own
+    (t,) = tables(name, text)
+    assert t.columns == _SPECJBB_KERNELS and len(t.rows) == 40
+    skylake, cascade, pf = tables(
+        "mmtests/2022-highpcp-quoted.txt",
+        mangle((DATA / "mmtests/2022-highpcp-quoted.txt").read_text()),
+    )
+    assert skylake.caption == "1-socket Skylake"
+    assert skylake.columns == [
+        "5.17.0-rc3 vanilla", "5.17.0-rc3 mm-reverthighpcp-v1r1", "5.17.0-rc3 mm-highpcpopt-v1",
+    ]  # fmt: skip
+    assert cascade.caption == "2-socket CascadeLake"
+    assert pf.columns == ["5.17.0-rc3 vanilla", "5.17.0-rc3 mm-highpcpopt-v1r4"]
+
+
 @pytest.mark.parametrize(
     "mangle",
     [
@@ -597,15 +838,17 @@ def test_every_mmtests_row_is_its_source_line(path: Path) -> None:
     ],
 )
 def test_mangled_peer_tables_read_the_same(name: str, mangle: object) -> None:
-    def cells(found: list[Comparison]) -> list[list[tuple[object, ...]]]:
-        return [[(*fields(r), r.values, r.marks, r.stddev) for r in t.rows] for t in found]
+    def cells(found: list[Comparison]) -> tuple[list[list[tuple[object, ...]]], list[object]]:
+        rows = [[(*fields(r), r.values, r.marks, r.stddev) for r in t.rows] for t in found]
+        return rows, [(t.columns, t.caption) for t in found]
 
     body = (DATA / name).read_text()
     if body.startswith(("From:", "Date:", "Subject:")):
         body = body.split("\n\n", 1)[1]  # a pasted copy: the body, without the headers
     want = cells(tables(name, body))
     assert callable(mangle)
-    assert cells(tables(name, mangle(body))) == want and sum(map(len, want)) >= 6
+    assert cells(tables(name, mangle(body))) == want
+    assert sum(map(len, want[0])) >= 6
 
 
 def test_a_saved_quoted_printable_robot_message_reads_the_same() -> None:

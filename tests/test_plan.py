@@ -17,6 +17,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECTED = {
     ("ext4-fsync-vs-fdatasync.yaml", None): (2, 10),
     ("ext4-fsync-vs-fdatasync.yaml", "quick"): (2, 3),
+    ("ext4-data-journal.yaml", None): (2, 10),
+    ("ext4-data-journal.yaml", "quick"): (2, 3),
+    ("ext4-data-journal.yaml", "demo"): (2, 10),
     ("writeback-dd-writers.yaml", None): (18, 2),
     ("writeback-dd-writers.yaml", "quick"): (8, 1),
     ("ext4-nodelalloc-dioread-nolock.yaml", None): (3, 10),

@@ -423,6 +423,31 @@ def test_brief_counts_what_moved_only_before_the_correction_apart() -> None:
     ]
 
 
+def test_brief_lists_a_change_past_minus_100_pct_first() -> None:
+    """Values <= 0 are compared on the raw scale, where B can fall past -100% of A; such a
+    metric, significant only before the correction, is the largest change (it once raised
+    "math domain error" while being sorted)."""
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput
+
+    blocks: list[str | int] = list(range(9))
+
+    def pair(name: str, a: list[float], b: list[float], kpi: bool = False) -> MetricInput:
+        return MetricInput(name, a, b, kpi=kpi, blocks_a=blocks, blocks_b=blocks)
+
+    kpi = pair("write.iops", [100.0 + i for i in range(9)], [150.0 + i for i in range(9)], True)
+    fell = [pair(f"vmstat.c{j:02d}", [100.0 + i for i in range(9)], [50.0] * 9) for j in range(20)]
+    crossed = pair("vmstat.delta", [1.0 + i for i in range(9)], [-20.0 - i for i in range(9)])
+    comparison = compare([kpi, *fell, crossed])
+    row = next(m for m in comparison.metrics if m.name == "vmstat.delta")
+    assert row.change_pct is not None and row.change_pct < -100 and row.verdict == "inconclusive"
+    report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
+    lines = render(report, "brief").splitlines()
+    assert lines[2].startswith("at p ≤ 0.05 on their own"), lines
+    assert lines[3].startswith("  vmstat.delta "), lines
+
+
 # ------------------------------------------------------------------------- --by and cells
 
 

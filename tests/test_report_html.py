@@ -160,6 +160,30 @@ def test_sequential_path_ends_where_the_decision_ended(store: dict[str, object])
     assert trace.points[-1].ci_high_pct == pytest.approx(kpi.ci_high_pct)
 
 
+def test_moved_alone_but_not_after_the_correction_is_shown_apart(tmp_path: Path) -> None:
+    """Six blocks where 30 counters rise tenfold in every block: each paired test alone gives
+    p = 2/64, which Holm over the table cannot pass.  The page lists them apart (with p and p
+    adj) instead of leaving only "none after the correction"; a counter that did not move is
+    not among them."""
+    db = str(tmp_path / "alone.db")
+    with open_store(db) as st:
+        run_id = st.create_run("lab", meta={"kpis": [{"metric": "write.iops"}], "baseline": "a"})
+        for block in range(1, 7):
+            for variant, scale in (("a", 1.0), ("b", 10.0)):
+                metrics = {"write.iops": 1000.0 + block, "flat.counter": 5.0 + block % 2}
+                metrics |= {f"moved.c{i:02d}": scale * (100.0 + i + block) for i in range(30)}
+                st.add_sample(Sample(run_id=run_id, variant=variant, block=block, metrics=metrics))
+        st.finish_run(run_id)
+    page = tmp_path / "alone.html"
+    code, _, err = invoke(db, "report", str(run_id), "--html", str(page))
+    assert code == 0, err
+    html = page.read_text()
+    assert "none after the holm correction" in html
+    assert "on their own, too few samples to pass the correction" in html
+    listed = set(re.findall(r"<code>(moved\.c\d\d)</code>", html))
+    assert len(listed) == 12 and "flat.counter" not in html.split("on their own")[1]
+
+
 def test_compare_html_and_bad_input(store: dict[str, object]) -> None:
     db, root = str(store["db"]), Path(str(store["root"]))
     run_id = store["ab"]

@@ -25,7 +25,8 @@ LINES = [
     for line in path.read_text().splitlines()
     if line.strip()
 ]
-JUNK = ["±", "~", "%", "*", "│", "(", ")", "1e999", "-", "nan", "", "0:4", "TOTAL", "\t", ">"]
+JUNK = ["±", "~", "%", "*", "│", "(", ")", "1e999", "-", "nan", "", "0:4", "TOTAL", "\t", ">",
+        "+Inf%", "-Inf", "Inf%", "|", "improvement", "13.9%"]  # fmt: skip
 
 
 def _finite(tables: list[Comparison]) -> None:
@@ -138,3 +139,66 @@ def test_robot_parameters_give_a_plan_that_loads_or_one_error(
         except IolabError as exc:  # e.g. fio refusing a value it does not know
             event("refused by the plan loader")
             assert "\n" not in str(exc), str(exc)
+
+
+def _rewrap(text: str, width: int) -> str:
+    import textwrap
+
+    out: list[str] = []
+    for line in text.splitlines():
+        out += textwrap.wrap(line, width, break_long_words=False) or [""]
+    return "\n".join(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mangled(), st.integers(20, 100))
+def test_rewrapped_mangled_tables(text: str, width: int) -> None:
+    """Any re-wrap width over mangled real tables: the wrapped-name, wrapped-TOTAL,
+    cut-impact-row and wrapped-mmtests-header paths never raise nor invent a figure, and an
+    mmtests table's kernels are one per column or none."""
+    found = find_comparisons(_rewrap(text, width), "fuzz")
+    _finite(found)
+    for t in found:
+        if t.format == "mmtests":
+            assert t.columns == [] or len(t.columns) == len(t.rows[0].values)
+
+
+_ROWS = [line for line in LINES if line.lstrip("> ").startswith(("Hmean", "Amean", "Stddev"))]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text(alphabet=st.sampled_from("ab5.-+ \t>|*%()"), max_size=40), max_size=6),
+    st.sampled_from(_ROWS),
+)
+def test_mmtests_header_of_any_lines_above_a_row(above: list[str], row: str) -> None:
+    (t,) = [t for t in find_comparisons("\n".join([*above, row]), "fuzz") if t.format == "mmtests"]
+    assert t.columns == [] or len(t.columns) == len(t.rows[0].values)
+    assert all(c.strip() for c in t.columns)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from([
+            "Content-Type: text/plain; charset=us-ascii", "Content-Type: text/plain",
+            "Content-Type: text/plain; charset=utf-8", 'Content-Type: text/plain; charset="x"',
+            "Content-Transfer-Encoding: 8bit", "Content-Transfer-Encoding: 7bit",
+            "Content-Transfer-Encoding: quoted-printable", "Content-Transfer-Encoding: base64",
+            "Content-Type: multipart/mixed; boundary=b", "MIME-Version: 1.0", "Subject: ±",
+        ]),
+        max_size=4,
+    ),
+    st.text(max_size=200),
+)  # fmt: skip
+def test_message_text_of_any_saved_header_block(headers: list[str], body: str) -> None:
+    """Any header block over any body: message_text returns text and never raises; without a
+    transfer encoding or a multipart type, a single part's body comes back as it was."""
+    from iolab.ingest.mail import message_text
+
+    text = "\n".join(["From: a <a@example.org>", "Subject: s", *headers, "", body])
+    out = message_text(text)
+    assert isinstance(out, str)
+    plain = not any("Transfer-Encoding" in h or "multipart" in h for h in headers)
+    if plain and "\r" not in body and "\x0b" not in body and "\x0c" not in body:
+        assert out.rstrip("\n") == body.rstrip("\n") or out == text

@@ -389,6 +389,108 @@ def test_robot_fio_basic_mail_reproduces_through_its_parameters(tmp_path: Path) 
     assert "scaled" in done.output
 
 
+def test_robot_mail_lists_the_lines_it_used() -> None:
+    """Not "used (0 mail lines)": the headline, the commit, the testcase, every line of the
+    `parameters:` block with what it became, the dimension header and the compared sides."""
+    from iolab.reproduce.service import reproduce
+
+    mail = Path(__file__).parent / "data" / "reports" / "lkp" / "2026-btrfs-fio-write-iops.txt"
+    text = mail.read_text()
+    lines = text.split("\n")
+    done = reproduce(text, str(mail))
+    where = {w: (shown, what) for w, shown, what in done.used}
+    assert [w for w, _, _ in done.used] == [
+        "line 10", "line 13", "line 19", *(f"line {n}" for n in range(23, 34) if n != 24),
+        "lines 50-51", "lines 54-55",
+    ]  # fmt: skip
+    for w, (shown, _) in where.items():
+        first = int(w.split()[1].split("-")[0])
+        assert shown.startswith(lines[first - 1].strip())
+    assert where["line 10"][1] == "the plan's KPI (the headline)"
+    assert where["line 31"] == ("bs: 4k", "fio bs")
+    assert where["line 27"] == ("fs: btrfs", "the plan's filesystem")
+    assert "not reproduced here" in where["line 26"][1]  # disk: 1HDD
+    assert where["lines 50-51"][0].endswith("lkp-icl-2sp9/128G/fio-basic")
+    assert done.ignored == []
+    cli = iolab("reproduce", str(mail))
+    assert cli.exit_code == 0 and "used (15 mail lines):" in cli.stderr
+    assert "  line 32       ioengine: pvsync2  → fio ioengine" in cli.stderr
+
+
+def test_robot_mail_with_another_testcase_first_uses_the_fio_basic_lines() -> None:
+    """The 2023 mail's own headline and `parameters:` are stress-ng's: the plan's lines are
+    the fio-basic impact row, its machine (nr_task 100% of its threads) and the fio-basic
+    table's dimension header — not the stress-ng block."""
+    from iolab.reproduce.service import reproduce
+
+    mail = Path(__file__).parent / "data" / "reports" / "lkp" / "2023-btrfs-stress-ng-quoted.txt"
+    done = reproduce(mail.read_text(), str(mail))
+    got = [(w, what) for w, _, what in done.used]
+    assert got == [
+        ("line 27", "the commit to compare (a kernel to run on)"),
+        ("line 64", "the plan's KPI (the headline)"),
+        ("line 65", "its thread count: nr_task's share"),
+        ("lines 129-130", got[3][1]),
+        ("lines 133-134", "base and commit: the kernels compared"),
+    ]
+    assert "fio-basic: fio.write_iops -11.2% regression" in done.used[1][1]
+    assert got[3][1].startswith("the plan's parameter set: bs, fs, ioengine, nr_task")
+    assert not any("stress-ng" in shown for _, shown, _ in done.used[2:])
+
+
+_SWEEP = "mkfs.ext4 -F /dev/nvme0n1\nmount -o noatime /dev/nvme0n1 /mnt/test\n\n" + "".join(
+    f"fio --name=seqw --directory=/mnt/test --rw=write --bs={bs} --size=64M --runtime=30 "
+    "--time_based --ioengine=libaio --iodepth=16\n"
+    for bs in ("4k", "64k", "1M")
+)
+
+
+def test_a_sweep_of_one_fio_option_is_a_matrix_dimension(tmp_path: Path) -> None:
+    """The same fio command at three bs values: one job with `bs={bs}` and `matrix: {bs: …}`
+    (three cases), not one case and two ignored workloads."""
+    out = tmp_path / "sweep.yaml"
+    done = iolab("reproduce", "-", "-o", str(out), input=_SWEEP)
+    assert done.exit_code == 0, done.output
+    plan = load_plan(str(out))
+    assert [c.key for c in plan.cases] == ["bs=4k", "bs=64k", "bs=1M"]
+    for case, bs in zip(plan.cases, ("4k", "64k", "1M"), strict=True):
+        job = case.workload.fio_text or ""
+        assert f"\nbs={bs}\n" in job and "rw=write" in job and "iodepth=16" in job
+    assert len(load_plan(str(out), "quick").cases) == 3
+    text = out.read_text()
+    assert "bs={bs}" in text and "bs: [4k, 64k, 1M]" in text
+    listing = done.stdout  # with -o the listing is the command's output
+    assert "ignored" not in listing
+    assert "line 5" in listing and "→ matrix bs=64k" in listing and "→ matrix bs=1M" in listing
+
+
+def test_a_numjobs_sweep_sizes_the_target_for_its_largest_cell() -> None:
+    mail = "".join(
+        f"fio --name=w --directory=/mnt --rw=randwrite --bs=4k --size=256M --numjobs={n}\n"
+        for n in (1, 4, 16)
+    )
+    done = iolab("reproduce", "-", input=mail)
+    assert done.exit_code == 0, done.output
+    assert "numjobs={numjobs}" in done.stdout and "numjobs: ['1', '4', '16']" in done.stdout
+    assert "files take 4G" in done.stdout  # 16 jobs x 256M, not the first command's 256M
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "fio --name=j --directory=/mnt --rw=write --bs=64k --size=64M --iodepth=32",  # two differ
+        "fio --name=j --directory=/mnt --rw=write --bs=4k --size=128M",  # size: not an axis
+        "fio --name=j --directory=/mnt --rw=write --bs=4k --size=64M --fsync=1",  # other shape
+    ],
+)
+def test_commands_that_are_not_a_sweep_stay_one_workload(second: str) -> None:
+    first = "fio --name=j --directory=/mnt --rw=write --bs=4k --size=64M"
+    done = iolab("reproduce", "-", input=f"{first}\n{second}\n")
+    assert done.exit_code == 0, done.output
+    assert "matrix" not in done.stdout
+    assert "a second fio workload; a plan runs one" in done.stderr
+
+
 def test_revert_captions_without_a_kernel() -> None:
     on = (THREADS / "out" / "iversion-on.txt").read_text()
     off = (THREADS / "out" / "iversion-off.txt").read_text()

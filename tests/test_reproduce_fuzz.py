@@ -15,6 +15,11 @@ from iolab.reproduce.service import reproduce
 
 THREADS = Path(__file__).parent / "data" / "threads"
 SEEDS = [p.read_text() for p in sorted(THREADS.glob("*.txt"))]
+REPORTS = Path(__file__).parent / "data" / "reports" / "lkp"
+ROBOTS = [REPORTS.joinpath(n).read_text() for n in (
+    "2026-btrfs-fio-write-iops.txt", "2023-btrfs-stress-ng-quoted.txt",
+    "2019-btrfs-fio-quoted-rewrapped.txt",
+)]  # fmt: skip
 PROPERTY = settings(
     max_examples=25,
     deadline=None,
@@ -55,8 +60,8 @@ def check(text: str) -> None:
 
 
 @st.composite
-def mangled(draw: st.DrawFn) -> str:
-    text = draw(st.sampled_from(SEEDS))
+def mangled(draw: st.DrawFn, seeds: list[str] = SEEDS) -> str:
+    text = draw(st.sampled_from(seeds))
     for _ in range(draw(st.integers(1, 3))):
         lines = text.splitlines()
         op = draw(st.sampled_from(["cut", "junk", "quote", "crlf", "splice", "drop"]))
@@ -72,7 +77,7 @@ def mangled(draw: st.DrawFn) -> str:
         elif op == "crlf":
             return "\r\n".join(lines)
         elif op == "splice":
-            other = draw(st.sampled_from(SEEDS)).splitlines()
+            other = draw(st.sampled_from(seeds)).splitlines()
             lines = lines[:at] + other[at:]
         else:
             del lines[at : at + draw(st.integers(1, 5))]
@@ -121,3 +126,23 @@ def test_shell_reader_never_raises(text: str) -> None:
         if found is not None:
             variables.assign(found[0], found[1], line.first)
         shell.expand(line.text, variables)
+
+
+@PROPERTY
+@given(text=mangled(ROBOTS))
+def test_mangled_robot_mails(text: str) -> None:
+    """Robot mails cut, spliced, quoted, with junk: a plan with the mail lines it used (each
+    one really a line of the mail), or one error line."""
+    try:
+        done = reproduce(text, "prop")
+    except IolabError as exc:
+        (line,) = exc.message.splitlines() or [""]
+        assert line.startswith("prop"), line
+        return
+    if not done.plan_text.startswith("# Plan from a 0-day/LKP"):
+        assert done.plan_text.startswith("# iolab reproduce: a plan drafted from prop")
+        return
+    lines = [x.strip() for x in text.replace("\r\n", "\n").split("\n")]
+    for where, shown, _ in done.used:
+        first = int(where.split()[1].split("-")[0])
+        assert lines[first - 1].lstrip("> ").strip() in shown or shown in text, (where, shown)

@@ -25,12 +25,9 @@ from iolab.plan.model import Plan
 from iolab.report.model import Report
 from iolab.runs import lifecycle
 from iolab.runs.blocks import BlockSource, LocalBlocks
-from iolab.runs.meta import AbOutcome, AbSettings, KpiOutcome, ab_settings
+from iolab.runs.meta import DEFAULT_MAX_BLOCKS, AbOutcome, AbSettings, KpiOutcome, ab_settings
 from iolab.stats.types import SequentialState
 from iolab.store.store import Store
-
-# blocks when no budget is given: what a 3% effect at ~10% CV needs here (docs/compare.md)
-DEFAULT_MAX_BLOCKS = 200
 
 
 @dataclass(frozen=True)

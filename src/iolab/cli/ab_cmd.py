@@ -10,8 +10,6 @@ import sys
 import click
 from rich.console import Console
 
-from iolab import ab
-from iolab.ab.run import DEFAULT_MAX_BLOCKS
 from iolab.cli.options import (
     check_fleet_store,
     check_levels,
@@ -31,6 +29,7 @@ from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import EXIT_INTERRUPTED
 from iolab.plan import load_plan
 from iolab.report import ci_exit_code
+from iolab.runs.meta import DEFAULT_MAX_BLOCKS
 from iolab.store import open_store
 
 # options that define a run's test: a resumed run keeps its own
@@ -132,6 +131,8 @@ def command(
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
     improvement, or no change within ±margin) or the budget is spent; then the report."""
+    from iolab import ab  # numpy and SQLAlchemy: not for --help
+
     # Everything the command line alone can get wrong fails before the store is opened.
     check_plan_or_resume(plan_path, resume)
     refuse_with_resume(ctx, resume, _RUN_OPTIONS, "run")
@@ -235,6 +236,25 @@ def _write_html(ctx: click.Context, run_id: int, alpha: float, margin: float, pa
     write_atomically(path, html.render(page))
 
 
+def _program() -> str:
+    """How to call iolab again: `iolab` when that is on PATH, else the path it was started by
+    (`make demo` runs .venv/bin/iolab, which a fresh shell does not find as `iolab`)."""
+    import os
+    import shutil
+    import sys
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) != "iolab" or "/" not in argv0:
+        return "iolab"
+    found = shutil.which("iolab")
+    try:
+        if found is not None and os.path.samefile(found, argv0):
+            return "iolab"
+    except OSError:
+        pass
+    return shlex.quote(argv0)
+
+
 def _next_steps(
     ctx: click.Context, run_id: int, plan_path: str | None, html_path: str | None, wanted: int
 ) -> None:
@@ -242,17 +262,18 @@ def _next_steps(
     stderr, so that stdout stays the report)."""
     where = store_location(ctx)
     db = f"--db {shlex.quote(where.text)} " if where.named and where.text else ""
+    iolab = _program()
     steps = [
-        (f"iolab {db}compare {run_id} --all", "every metric measured, fixed-n analysis"),
+        (f"{iolab} {db}compare {run_id} --all", "every metric measured, fixed-n analysis"),
         (
-            f"iolab {db}ab --resume {run_id} --max-blocks {wanted}",
+            f"{iolab} {db}ab --resume {run_id} --max-blocks {wanted}",
             "more blocks: a verdict, or a narrower interval",
         ),
     ]
     if plan_path is not None:
-        steps.append((f"iolab {db}ab {shlex.quote(plan_path)}", "the plan's full profile"))
+        steps.append((f"{iolab} {db}ab {shlex.quote(plan_path)}", "the plan's full profile"))
     else:
-        steps.append((f"iolab {db}results --run {run_id}", "every sample with its provenance"))
+        steps.append((f"{iolab} {db}results --run {run_id}", "every sample with its provenance"))
     lines = [f"HTML report: {html_path}"] if html_path is not None else []
     lines.append("next:")
     width = max(len(cmd) for cmd, _ in steps)

@@ -10,10 +10,6 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from iolab.bisect import driver
-from iolab.bisect import kernels as kernel_bisect
-from iolab.bisect.summary import conclude
-from iolab.bisect.target import Prepared
 from iolab.cli.options import (
     check_fleet_store,
     check_levels,
@@ -87,6 +83,8 @@ def _stored_kind(ctx: click.Context, run_id: int) -> str:
     """Which bisect run `run_id` is: "commits", "kernels" (releases) or "kernel-git"."""
     from click.core import ParameterSource
 
+    from iolab.bisect import driver
+
     if any(ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE for n in _RUN_OPTIONS):
         return "commits"  # a commit bisect's options: its own path refuses them with --resume
     try:
@@ -99,32 +97,6 @@ def _stored_kind(ctx: click.Context, run_id: int) -> str:
     if isinstance(settings, dict) and "kernels" in settings:
         return "kernels"
     return "commits"
-
-
-class ConsoleProgress(driver.Progress):
-    def __init__(self, console: Console, quiet: bool) -> None:
-        self.console, self.quiet = console, quiet
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            self.console.print(text, highlight=False, markup=False)
-
-    def building(self, sha: str) -> None:
-        self.say(f"preparing {sha[:12]}")
-
-    def built(self, done: Prepared) -> None:
-        if not done.ok:
-            self.say(f"{done.sha[:12]} is unbuildable: {done.reason}")
-
-    def block(self, block: int, measure: Measure, setup: driver.Setup) -> None:
-        shas = " ".join(setup.sha(i)[:12] for i in measure.arms)
-        self.say(f"block {block} · {measure.phase} · {shas}")
-
-    def step(self, setup: driver.Setup) -> None:
-        s = setup.engine.records[-1]
-        self.say(
-            f"step {s.step}: {setup.sha(s.index)[:12]} graded {s.verdict} after {s.blocks} blocks"
-        )
 
 
 @click.command("bisect")
@@ -242,6 +214,12 @@ def command(
     """Find the commit between --good and --bad that changed PLAN's KPI: the ends first,
     then each candidate against both ends in randomized blocks, then the culprit against its
     parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known."""
+    # the bisect service loads numpy and SQLAlchemy: imported here, not for --help
+    from iolab.bisect import driver
+    from iolab.bisect import kernels as kernel_bisect
+    from iolab.bisect.summary import conclude
+    from iolab.cli.bisect_progress import ConsoleProgress
+
     if first_kernel is not None or kernels_from is not None:
         kernels = [*([first_kernel] if first_kernel else []), *more_kernels]
         if kernels_from is not None:
@@ -349,6 +327,8 @@ def _kernels(
 ) -> None:
     """`bisect PLAN --kernels R1 … Rn --fleet CLASS`: the engine over kernel releases; or
     `bisect --resume ID` of such a run."""
+    from iolab.bisect import kernels as kernel_bisect
+
     plan = None
     if resume is not None:
         if plan_path is not None or kernels:
@@ -434,7 +414,7 @@ def _kernel_git(
 ) -> None:
     """`bisect PLAN --kernel-repo DIR --good REV --bad REV --kernel-build CMD --fleet CLASS`,
     or `bisect --resume ID` of such a run."""
-    from iolab.bisect import kernel_git
+    from iolab.bisect import driver, kernel_git
     from iolab.bisect.kernel_build import Built, KernelBuilder
 
     plan = root = shas = builder = None

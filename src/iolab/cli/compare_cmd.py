@@ -9,7 +9,6 @@ import sys
 
 import click
 
-from iolab.analysis.build import Options, by_report, pair_report
 from iolab.analysis.select import parse_selector
 from iolab.cli.options import (
     check_levels,
@@ -91,6 +90,8 @@ def command(
 ) -> None:
     """Compare B against A (selectors: run:ID, ID:VARIANT, label:NAME, tag:K=V, K=V; see
     docs/compare.md).  With only A naming a run: each variant against the baseline."""
+    from iolab.analysis.build import Options, by_report, pair_report  # numpy: not for --help
+
     check_levels(alpha, margin)
     if b is not None and (by is not None or baseline is not None):
         raise IolabError("--by/--baseline compare within one run: give one selector, not two")

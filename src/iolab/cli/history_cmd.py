@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from iolab.cli.options import store_location, text_format_option
 from iolab.errors import StoreError
-from iolab.history.service import history
 from iolab.report.history import render_history
-from iolab.store import Store, open_store
+from iolab.store import open_store
+
+if TYPE_CHECKING:
+    from iolab.store import Store
 
 
 @click.command("history")
@@ -46,6 +50,8 @@ def command(
 ) -> None:
     """One series per metric and case, change points, and registry entries for KPI
     regressions."""
+    from iolab.history.service import history  # numpy and SQLAlchemy: not for --help
+
     store, record = _opened(ctx)
     with store:
         result = history(store, selector, metrics, by, order, record=record)

@@ -87,7 +87,7 @@ def print_tables(tables: list[Comparison]) -> None:
             change = (
                 f"{r.change_pct:+g}%"
                 if r.change_pct is not None
-                else (f"{r.change_abs:+g}" if r.change_abs is not None else "")
+                else (f"{r.change_abs:+g}" if r.change_abs is not None else r.change_printed or "")
             )
             table.add_row(
                 shown_markup(" ".join(x for x in (r.stat, r.metric) if x) or "-"),

@@ -4,6 +4,8 @@ Rendering only; the services call these through the reporter protocols of the la
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -14,13 +16,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from iolab.ab.contrasts import Contrast
 from iolab.model.metrics import metric_info
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
 from iolab.report.fmt import pct, sequence_ci
 from iolab.stats.types import SequentialState
 from iolab.textsafe import shown_markup
+
+if TYPE_CHECKING:  # the ab service loads numpy: not for `iolab run --help`
+    from iolab.ab.contrasts import Contrast
 
 
 class ProgressReporter:

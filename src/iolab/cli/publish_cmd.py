@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from iolab.cli.options import store_location
-from iolab.publish.site import publish
 
 
 @click.command("publish")
@@ -21,6 +20,8 @@ from iolab.publish.site import publish
 def command(ctx: click.Context, directory: str, jobs: int | None) -> None:
     """Write a static site of every run in the store to DIR (index, one report per run);
     again later, only new or changed runs are rendered."""
+    from iolab.publish.site import publish  # numpy and SQLAlchemy: not for --help
+
     done = publish(store_location(ctx), directory, jobs)
     click.echo(
         f"{directory}: {done.runs} runs, {done.pages} page(s) written, "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from iolab.cli.options import store_location
-from iolab.history.service import mark, regressions
 from iolab.model.regression import STATUSES
 from iolab.report.history import regzbot_lines, render_regressions
 from iolab.store import open_store
@@ -34,6 +33,8 @@ def command(ctx: click.Context, status: tuple[str, ...], format_name: str) -> No
     """The regression registry: every entry with its status, size and log."""
     if ctx.invoked_subcommand is not None:
         return
+    from iolab.history.service import regressions  # numpy and SQLAlchemy: not for --help
+
     with open_store(store_location(ctx), must_exist=True) as store:
         found = regressions(store, status)
     click.echo(render_regressions(found, format_name), nl=False)
@@ -54,6 +55,8 @@ def mark_command(
     ctx: click.Context, regression_id: int, status: str, note: str | None, evidence: str | None
 ) -> None:
     """Set an entry's status; the change is appended to its log."""
+    from iolab.history.service import mark
+
     with open_store(store_location(ctx), must_exist=True) as store:
         entry = mark(store, regression_id, status, note, evidence)
     click.echo(f"regression {entry.id}: {entry.status}")
@@ -68,6 +71,7 @@ def import_command(ctx: click.Context, mail: str) -> None:
     Entries are keyed by (commit, metric, parameters): importing the same mail again, or a
     reply quoting it, opens none; a new link to the same report is added to the entry."""
     from iolab.history.report_import import import_report
+    from iolab.history.service import regressions
 
     with open_store(store_location(ctx)) as store:
         outcome = import_report(store, mail)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from iolab.analysis.build import Options
 from iolab.analysis.select import parse_selector
 from iolab.cli.options import (
     check_levels,
@@ -14,9 +13,7 @@ from iolab.cli.options import (
     table_alpha_option,
 )
 from iolab.errors import IolabError
-from iolab.publish import gather
 from iolab.publish.files import write_atomically
-from iolab.report import html
 from iolab.store import open_reader
 
 
@@ -51,6 +48,10 @@ def command(
 ) -> None:
     """An HTML report of B against A (or of one run's variants), with the samples plotted:
     inline SVG and CSS, no script, nothing fetched."""
+    from iolab.analysis.build import Options  # these load numpy: not for --help
+    from iolab.publish import gather
+    from iolab.report import html
+
     check_levels(alpha, margin)
     if len(selectors) > 2:
         raise IolabError(f"give one or two selectors, not {len(selectors)}")

@@ -19,7 +19,6 @@ from iolab.cli.options import (
 from iolab.cli.progress import ProgressReporter
 from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.plan import load_plan
-from iolab.runs import lifecycle, plan_run
 from iolab.store import open_store
 
 
@@ -61,6 +60,8 @@ def command(
 ) -> None:
     """Run PLAN in the lab: its cases in randomized complete blocks, every sample stored
     with its metrics, evidence and provenance; the machine restored afterwards."""
+    from iolab.runs import lifecycle, plan_run  # SQLAlchemy and the lab: not for --help
+
     profile = profile_of(quick, profile)
     # Everything the command line and the plan can get wrong fails before the store is opened.
     check_plan_or_resume(plan_path, resume)

@@ -23,8 +23,11 @@ NOTHING_FOUND = (
 )
 
 
-def find_comparisons(text: str, source: str) -> list[Comparison]:
-    """Every comparison table in `text`, in the order they appear."""
+def table_lines(text: str) -> tuple[list[str], int, dict[str, str]]:
+    """The un-quoted lines the table readers see, the number of lines before them in `text`
+    (a plain saved message's headers), and the message's headers: a row's `line` is
+    `offset + its index + 1` — the file's own line, or the decoded body's for an encoded
+    message."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     headers: dict[str, str] = {}
     offset = 0
@@ -32,7 +35,6 @@ def find_comparisons(text: str, source: str) -> list[Comparison]:
         headers = _headers(text)
         head, _, rest = text.partition("\n\n")
         # an encoded or multipart message is decoded; a plain one keeps its text as it is
-        # (decoding undeclared 8-bit text would turn every "±" into a replacement mark)
         encoded = re.search(
             r"(?im)^content-(?:transfer-encoding:\s*(?:quoted|base64)|type:\s*multipart)", head
         )
@@ -40,7 +42,12 @@ def find_comparisons(text: str, source: str) -> list[Comparison]:
             text = mail.message_text(text)
         else:
             text, offset = rest, head.count("\n") + 2  # line numbers stay the file's
-    lines = mail.unquote(text.split("\n"))
+    return mail.unquote(text.split("\n")), offset, headers
+
+
+def find_comparisons(text: str, source: str) -> list[Comparison]:
+    """Every comparison table in `text`, in the order they appear."""
+    lines, offset, headers = table_lines(text)
     found: list[Comparison] = []
     for reader in READERS:
         if not reader.looks_like(lines):

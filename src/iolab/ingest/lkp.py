@@ -11,7 +11,8 @@ line.  What changes over the years is around it:
   (`bs/compiler/…/testcase:` with its values line) above each parameter set.
 
 Mail clients re-wrap long rows: a row whose name is missing takes the next line's single
-word as its name (a long `perf-profile.…` or `numa-numastat.…` name pushed down).
+word as its name (a long `perf-profile.…` or `numa-numastat.…` name pushed down), and a
+`TOTAL` row whose metric was pushed down takes it from the next line.
 The caller un-quotes (ingest.mail.unquote) and splits lines; CR line ends are stripped here.
 """
 
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 import re
 
-from iolab.ingest.tables import NUM, number
+from iolab.ingest.tables import NUM, caption_above, number
 from iolab.model.comparison import Comparison, Headline, RobotMail, Row
 
 _SD = r"(?:\s*[±~]\s*(\d+)%)?"
+# the change may be `+Inf%` (a base of 0): kept as printed, no figure
 _ROW = re.compile(
-    rf"^\s*({NUM}){_SD}\s+(?:({NUM})(%)?\s+)?({NUM}){_SD}(?:\s+(\S.*?))?\s*$",
+    rf"^\s*({NUM}){_SD}\s+(?:({NUM}|[+-]Inf)(%)?\s+)?({NUM}){_SD}(?:\s+(\S.*?))?\s*$",
 )
 _DASHES = re.compile(r"^\s*-{6,}(?:\s+-{6,})+\s*$")
 _HEADER_NOISE = re.compile(r"^\s*(?:%stddev\b.*|fail:runs\b.*|[\\|/\s]+)$")
@@ -53,6 +55,8 @@ _KEY = re.compile(r"^\s*[\w -]+:")
 _IMPACT = re.compile(
     rf"^\s*\|\s*testcase: change\s*\|\s*([\w.-]+):\s+(\S+)\s+({NUM})%\s+(regression|improvement)"
 )
+# the same row cut by a mail client's re-wrap after the figure: its direction is below
+_IMPACT_CUT = re.compile(rf"^\s*\|\s*testcase: change\s*\|\s*[\w.-]+:\s+\S+\s+{NUM}%\s*$")
 # a box row `| key | value |`; a mail client's wrap may move the closing bar (or the end of
 # the value) to the next line
 _IMPACT_CELL = re.compile(r"^\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*(?:\|\s*)?$")
@@ -119,15 +123,30 @@ def _table(lines: list[str], dash: int, source: str) -> Comparison | None:
         if not m:
             break
         row = _row(m, i + 1)
-        if row.metric is None and _next_is_name(lines, i):
-            row.metric = lines[i + 1].strip()
+        if row.metric in (None, "TOTAL") and _next_is_name(lines, i):
+            # a re-wrap pushed the name (or, in `TOTAL metric`, the metric) to the next line
+            row.metric = " ".join(x for x in (row.metric, lines[i + 1].strip()) if x)
             i += 1
         rows.append(row)
         i += 1
     if not rows:
         return None
     _cells(rows, stddev_layout)
-    return Comparison(format="lkp", source=source, line=dash + 1, rows=rows, columns=columns)
+    table = Comparison(format="lkp", source=source, line=dash + 1, rows=rows, columns=columns)
+    if not stddev_layout:
+        table.caption = _old_caption(lines, dash - 1)
+    return table
+
+
+def _old_caption(lines: list[str], head: int) -> str | None:
+    """2011–2014 mails name a table in a line of its own ending in `:` right above the
+    column head ("JBOD:", "software RAID0:", "single disk, different dd block sizes:")."""
+    j = head - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    if j < 0 or head - j > 2 or not lines[j].rstrip().endswith(":"):
+        return None
+    return caption_above(lines, head)
 
 
 def _next_is_name(lines: list[str], i: int) -> bool:
@@ -147,7 +166,9 @@ def _row(m: re.Match[str], line: int) -> Row:
         new_stddev_pct=number(new_sd),
         line=line,
     )
-    if change is not None:
+    if change is not None and change.endswith("Inf"):
+        row.change_printed = change + (percent or "")
+    elif change is not None:
         if percent:
             row.change_pct = number(change)
         else:
@@ -158,7 +179,9 @@ def _row(m: re.Match[str], line: int) -> Row:
 def _cells(rows: list[Row], stddev_layout: bool) -> None:
     """Old layouts: rows are test cells of the metric the `TOTAL metric` row names."""
     for r in rows:
-        if r.metric is not None and r.metric.startswith("TOTAL "):
+        if r.metric == "TOTAL":  # 2011: a bare TOTAL row of a table whose metric is unnamed
+            r.cell, r.metric = "TOTAL", None
+        elif r.metric is not None and r.metric.startswith("TOTAL "):
             r.cell, r.metric = "TOTAL", r.metric.removeprefix("TOTAL ").strip()
     totals = [r for r in rows if r.cell == "TOTAL"]
     if stddev_layout:
@@ -228,9 +251,11 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
                 wrapped = _URL.match(lines[i + 1])
                 url = wrapped.group(1) if wrapped else None
             mail.link = url
-        m = _IMPACT.match(line)
+        m, end = _IMPACT.match(line), i
+        if m is None and _IMPACT_CUT.match(line) and i + 1 < len(lines):
+            m, end = _IMPACT.match(f"{line} {lines[i + 1].strip()}"), i + 1  # re-wrapped
         if m and number(m.group(3)) is not None:
-            mail.headlines.append(_impact(lines, i, m))
+            mail.headlines.append(_impact(lines, end, m))
     if sides:
         mail.base, mail.base_subject = sides[0]
     main = _noticed(lines) or _subject_headline(subject)
@@ -299,7 +324,8 @@ def _params(lines: list[str], start: int) -> dict[str, str]:
 
 
 def _impact(lines: list[str], i: int, m: re.Match[str]) -> Headline:
-    """A row of "the commit also has significant impact on the following tests"."""
+    """A row of "the commit also has significant impact on the following tests"; `i` is the
+    row's last line."""
     head = Headline(m.group(2), number(m.group(3)) or 0.0, m.group(4), testcase=m.group(1))
     key = ""
     for line in lines[i + 1 : i + 60]:

@@ -220,8 +220,16 @@ def message_text(text: str) -> str:
 
 
 def _decoded(part: Message) -> str | None:
+    """The part's text.  The message was read as text already, so a body that is not
+    transfer-encoded (7bit, 8bit, none) is taken as it is: decoding it again with its
+    declared charset (us-ascii, utf-8) turned every "±" of a saved plain mail into "\ufffd".
+    Only quoted-printable and base64 bodies are bytes to decode with their charset."""
     from email.message import EmailMessage
 
+    encoding = str(part.get("content-transfer-encoding", "")).strip().lower()
+    if encoding not in ("quoted-printable", "base64"):
+        payload = part.get_payload(decode=False)
+        return payload if isinstance(payload, str) else None
     try:
         if isinstance(part, EmailMessage):
             content = part.get_content()

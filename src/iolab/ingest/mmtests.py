@@ -4,7 +4,8 @@ mmtests' compare-kernels.sh prints one row per statistic and test parameter; the
 kernel column is the base (its gain is always 0.00%), every further column a kernel with
 its gain in % — positive means better whichever way the metric goes — between `*…*` when
 mmtests found the difference significant, `(…)` when not.  The kernels are the one or two
-header lines above the first row (version, then name); the caption is the line above them.
+header lines above the first row (version, then name), also when a mail client's re-wrap
+broke each of them over several lines; the caption is the line above them.
 """
 
 from __future__ import annotations
@@ -85,20 +86,38 @@ def _row(m: re.Match[str], line: int) -> Row:
 
 def _start(lines: list[str], i: int, source: str, ncols: int) -> Comparison:
     """A new table: its kernel columns from the header lines above row `i`, and caption."""
-    header: list[list[str]] = []
-    j = i - 1
-    while j >= 0 and len(header) < 2:
-        words = lines[j].split()
-        if len(words) != ncols or _ROW.match(lines[j]):
-            break
-        header.insert(0, words)
-        j -= 1
-    columns = [" ".join(parts) for parts in zip(*header, strict=True)] if header else []
+    taken, columns = _header(lines, i, ncols)
     return Comparison(
         format="mmtests",
         source=source,
-        line=i + 1 - len(header),
-        caption=caption_above(lines, i, skip=len(header)),
+        line=i + 1 - taken,
+        caption=caption_above(lines, i, skip=taken),
         columns=columns,
         change_kind="gain",
     )
+
+
+def _header(lines: list[str], i: int, ncols: int) -> tuple[int, list[str]]:
+    """(physical lines taken, kernel names) of the one or two header rows above row `i`.
+
+    As sent, each header row is one line of `ncols` words.  A mail client's re-wrap breaks
+    each into lines of fewer words, in order; so the lines right above the row are read
+    upward while their words add up to no more than two rows' worth, and the most lines
+    whose words make exactly two rows (else one) are the header: the first `ncols` words the
+    versions, the next `ncols` the names."""
+    counts: list[int] = []  # words per line, upward from the row
+    j = i - 1
+    while j >= 0 and sum(counts) < 2 * ncols:
+        words = lines[j].split()
+        if not words or _ROW.match(lines[j]) or sum(counts) + len(words) > 2 * ncols:
+            break
+        counts.append(len(words))
+        j -= 1
+    cumulative = [sum(counts[: k + 1]) for k in range(len(counts))]
+    for rows in (2, 1):
+        if rows * ncols in cumulative:
+            taken = cumulative.index(rows * ncols) + 1
+            words = [w for line in lines[i - taken : i] for w in line.split()]
+            parts = [words[r * ncols : (r + 1) * ncols] for r in range(rows)]
+            return taken, [" ".join(p) for p in zip(*parts, strict=True)]
+    return 0, []

@@ -29,9 +29,12 @@ def caption_above(lines: list[str], index: int, skip: int = 0) -> str | None:
     i = index - 1 - skip
     while i >= 0 and not lines[i].strip():
         i -= 1
-    if i < 0 or index - i > 3:  # a caption sits right above its table, not paragraphs away
+    if i < 0 or index - skip - i > 3:  # a caption sits right above its table (or header)
         return None
     text = lines[i].strip().rstrip(":").strip()
-    if text.startswith(("```", "~~~", "│")) or sum(1 for w in text.split() if _FIGURE.match(w)) > 2:
-        return None  # a code fence, or a row of the table above
+    if (
+        text.startswith(("```", "~~~", "│", "(p="))
+        or sum(1 for w in text.split() if _FIGURE.match(w)) > 2
+    ):
+        return None  # a code fence, a row of the table above, or its re-wrapped `(p=… n=…)`
     return text[:200] or None

@@ -30,6 +30,8 @@ class Row:
     change_abs: float | None = None
     base_stddev_pct: float | None = None
     new_stddev_pct: float | None = None
+    # a change with no finite figure, as printed: LKP's `+Inf%` over a base of 0
+    change_printed: str | None = None
     significant: bool | None = None  # None where the format shows no marker
     cell: str | None = None  # old LKP layouts: the test case a row measures
     stat: str | None = None  # mmtests: Hmean, Amean, Stddev, CoeffVar, BAmean-95 …
@@ -53,6 +55,7 @@ class Row:
         }
         optional: dict[str, Any] = {
             "change_abs": self.change_abs,
+            "change_printed": self.change_printed,
             "significant": self.significant,
             "cell": self.cell,
             "stat": self.stat,

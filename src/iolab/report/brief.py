@@ -65,8 +65,15 @@ def _rank(name: str) -> tuple[int, str]:
 
 
 def _largest_first(m: MetricComparison) -> tuple[int, float, str]:
-    """Kernel evidence first, then the largest relative change."""
-    size = abs(math.log1p(m.change_pct / 100)) if m.change_pct is not None else 0.0
+    """Kernel evidence first, then the largest relative change (a change to or past -100%,
+    possible on the raw scale of values <= 0, counts as the largest)."""
+    change = m.change_pct
+    if change is None:
+        size = 0.0
+    elif change <= -100:
+        size = math.inf
+    else:
+        size = abs(math.log1p(change / 100))
     return _rank(m.name)[0], -size if math.isfinite(size) else -math.inf, m.name
 
 

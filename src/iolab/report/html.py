@@ -57,6 +57,7 @@ class GroupView:
     latency: tuple[Any, ...]
     evidence: tuple[MetricComparison, ...]
     steady: tuple[MetricComparison, ...]
+    alone: tuple[MetricComparison, ...]
     shift_figures: tuple[Figure, ...]
     steady_shifts: tuple[str, ...]
     warnings: tuple[str, ...]
@@ -170,7 +171,9 @@ def _kpi_caption(m: MetricComparison) -> str:
     )
 
 
-def _group_view(index: int, group: Group, detail: GroupDetail, show_all: bool) -> GroupView:
+def _group_view(
+    index: int, group: Group, detail: GroupDetail, show_all: bool, alpha: float
+) -> GroupView:
     c = group.comparison
     by_name = {m.name: m for m in c.kpis}
     kpi_figures = []
@@ -190,6 +193,18 @@ def _group_view(index: int, group: Group, detail: GroupDetail, show_all: bool) -
     secondary = [m for m in c.secondary if not m.name.endswith(tuple(_LATENCY_SUFFIXES))]
     evidence = tuple(m for m in secondary if is_evidence(m))
     steady = tuple(m for m in secondary if not is_evidence(m)) if show_all else ()
+    # significant alone but not after the correction (an `ab` that decided after a handful of
+    # blocks): shown apart, as the brief format does, rather than hidden as "did not move"
+    alone = tuple(
+        sorted(
+            (
+                m
+                for m in secondary
+                if not is_evidence(m) and m.p_value is not None and m.p_value <= alpha
+            ),
+            key=lambda m: -abs(m.change_pct or 0.0),
+        )
+    )
     shifted = [s for s in c.histogram_shifts if s.verdict == "changed"]
     shift_figures = tuple(
         Figure(
@@ -217,11 +232,14 @@ def _group_view(index: int, group: Group, detail: GroupDetail, show_all: bool) -
         latency=group.latency,
         evidence=evidence,
         steady=steady,
+        alone=alone[:MAX_ALONE],
         shift_figures=shift_figures,
         steady_shifts=steady_shifts,
         warnings=tuple(dict.fromkeys((*c.warnings, *kpi_warnings))),
     )
 
+
+MAX_ALONE = 12
 
 # per-run percentiles are already in the latency table; the evidence table skips them
 _LATENCY_SUFFIXES = tuple(f"_ns.{p}" for p in ("p50", "p90", "p99", "p99.9", "p99.99"))
@@ -240,7 +258,7 @@ def _steady_shift(s: Any) -> str:
 def render(report: HtmlReport, show_all: bool = False) -> str:
     """The whole page as text."""
     groups = [
-        _group_view(i, g, d, show_all)
+        _group_view(i, g, d, show_all, report.report.alpha)
         for i, (g, d) in enumerate(zip(report.report.groups, report.details, strict=True))
     ]
     r = report.report

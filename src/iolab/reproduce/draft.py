@@ -67,6 +67,9 @@ class Draft:
     vars: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (value, comment)
     quick_vars: dict[str, str] = field(default_factory=dict)
     variants: list[Variant] = field(default_factory=list)
+    # a sweep: the same fio job at several values of one option (name, values, first line)
+    matrix: list[tuple[str, list[str], Ref]] = field(default_factory=list)
+    matrix_note: str = ""
     baseline: str | None = None
     variants_note: str = ""
     kpis: list[str] = field(default_factory=list)
@@ -344,6 +347,8 @@ def _fio_workload(
 ) -> None:
     draft.workload_kind = "fio"
     sections: tuple[Section, ...]
+    fit: tuple[Section, ...] | None = None  # what the target must hold, when not `sections`
+    sweep = _sweep(measured)
     if measured:
         run = measured[0]
         sections, first, where = run.sections, run.line.first, run.line.where
@@ -351,7 +356,10 @@ def _fio_workload(
         draft.used.append((where, _short(run.line.text), "workload (fio job)"))
         for why in run.dropped:
             draft.notes.append(f"{where}: fio {why}: left out")
-        for other in measured[1:]:
+        if sweep is not None:
+            fit = _largest(measured, sweep)  # the target must hold the biggest cell
+            sections = _sweep_sections(draft, measured, sweep)
+        for other in [] if sweep is not None else measured[1:]:
             draft.ignored.append(
                 (
                     other.line.where,
@@ -372,10 +380,13 @@ def _fio_workload(
         for run in named_files:
             draft.used.append((run.line.where, _short(run.line.text), "runs the job file"))
     draft.fio_text, runtime = _job_text(sections, paths, where, first, measured=True)
+    if draft.matrix:
+        name = draft.matrix[0][0]
+        draft.fio_text = draft.fio_text.replace(f"={_AXIS_MARK}\n", f"={{{name}}}\n")
     if runtime is not None:
         draft.vars["runtime"] = (runtime, f"fio runtime, {where}")
         draft.quick_vars["runtime"] = str(min(_QUICK_RUNTIME, _seconds(runtime) or _QUICK_RUNTIME))
-    _fit_fio(draft, sections, where)
+    _fit_fio(draft, fit or sections, where)
     if prepass:
         pre = prepass[0]
         draft.fill_text, _ = _job_text(
@@ -387,6 +398,77 @@ def _fio_workload(
         draft.used.append(
             (pre.line.where, _short(pre.line.text), "prepare.fill (--create_only pre-pass)")
         )
+
+
+# fio options a sweep may vary (a mail that runs the same job at several of its values);
+# the matrix dimension takes fio's short name
+_AXES = {"bs": "bs", "blocksize": "bs", "numjobs": "numjobs", "iodepth": "iodepth",
+         "rw": "rw", "readwrite": "rw", "ioengine": "ioengine"}  # fmt: skip
+_AXIS_MARK = "IOLABAXISVALUE"
+
+
+def _sweep(measured: list[commands.Fio]) -> tuple[int, int] | None:
+    """(section, option) index of the one option whose value differs between the mail's
+    fio commands when all else is the same (section names aside) — a sweep; None otherwise.
+    Each value must differ from the others: a repeated command is a repeat, not a sweep."""
+    if len(measured) < 2:
+        return None
+    shapes = {tuple(tuple(k for k, _ in opts) for _, opts in f.sections) for f in measured}
+    if len(shapes) != 1:
+        return None
+    differing = {
+        (si, oi)
+        for f in measured[1:]
+        for si, (_, opts) in enumerate(f.sections)
+        for oi, (_, value) in enumerate(opts)
+        if value != measured[0].sections[si][1][oi][1]
+    }
+    if len(differing) != 1:
+        return None
+    ((si, oi),) = differing
+    key, _ = measured[0].sections[si][1][oi]
+    values = [f.sections[si][1][oi][1] for f in measured]
+    if key not in _AXES or None in values or len(set(values)) != len(values):
+        return None
+    return si, oi
+
+
+def _largest(measured: list[commands.Fio], at: tuple[int, int]) -> tuple[Section, ...]:
+    """The sections of the sweep's command with the most jobs (numjobs multiplies the files;
+    the other axes do not change what the files take)."""
+    si, oi = at
+
+    def jobs(f: commands.Fio) -> int:
+        value = str(f.sections[si][1][oi][1])
+        return int(value) if value.isdigit() else 0
+
+    return max(measured, key=jobs).sections
+
+
+def _sweep_sections(
+    draft: Draft, measured: list[commands.Fio], at: tuple[int, int]
+) -> tuple[Section, ...]:
+    """The first command's sections with the swept value a placeholder, and the matrix."""
+    si, oi = at
+    key = measured[0].sections[si][1][oi][0]
+    name = _AXES[key]
+    values = [str(f.sections[si][1][oi][1]) for f in measured]
+    run = measured[0]
+    draft.matrix.append((name, values, Ref(run.line.where, _short(run.line.text))))
+    wheres = ", ".join(f.line.where for f in measured)
+    draft.matrix_note = (
+        f"the mail runs the same fio job at {len(values)} {key} values ({wheres}): "
+        f"a matrix dimension, {{{name}}} in the job"
+    )
+    for f in measured[1:]:
+        value = f.sections[si][1][oi][1]
+        draft.used.append((f.line.where, _short(f.line.text), f"matrix {name}={value}"))
+    sections = list(run.sections)
+    name_, opts = sections[si]
+    options = list(opts)
+    options[oi] = (key, _AXIS_MARK)
+    sections[si] = (name_, tuple(options))
+    return tuple(sections)
 
 
 def _seconds(text: str) -> int | None:
@@ -710,7 +792,11 @@ def _variants(
             "`uname -r` of your build without and with it"
         )
         return
-    draft.variants_note = "the mail compares nothing this plan can vary: one case"
+    draft.variants_note = (
+        "the mail compares no variants: one case per matrix cell"
+        if draft.matrix
+        else "the mail compares nothing this plan can vary: one case"
+    )
 
 
 def _mount_variants(draft: Draft, mounts: list[commands.Mount]) -> None:

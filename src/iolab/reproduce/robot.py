@@ -43,6 +43,9 @@ class RobotPlan:
 
     text: str
     notes: list[str] = field(default_factory=list)
+    parameters: dict[str, str] = field(default_factory=dict)  # the set the plan follows
+    table: Comparison | None = None  # the table whose parameter set it is
+    from_dimensions: bool = False  # the set is the table's dimension header (not `parameters:`)
 
 
 def to_bytes(text: str) -> int:
@@ -261,6 +264,7 @@ def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> lis
         if robot is None:
             continue
         params = dict(t.dimensions)
+        from_dimensions = bool(params)
         if not params and robot.testcase == "fio-basic":
             params = dict(robot.parameters)
         if params.get("testcase", robot.testcase) != "fio-basic" or not params:
@@ -270,16 +274,16 @@ def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> lis
             continue
         seen.add(key)
         head = next((h for h in robot.headlines if h.testcase == "fio-basic"), None)
-        plans.append(
-            fio_basic_plan(
-                params,
-                name=f"lkp-fio-basic-{len(plans) + 1}" if plans else "lkp-fio-basic",
-                machine=(head.machine if head else None) or robot.machine,
-                commit=robot.commit,
-                base=robot.base,
-                link=robot.link,
-                metric=head.metric if head else None,
-                target_size=target_size,
-            )
+        plan = fio_basic_plan(
+            params,
+            name=f"lkp-fio-basic-{len(plans) + 1}" if plans else "lkp-fio-basic",
+            machine=(head.machine if head else None) or robot.machine,
+            commit=robot.commit,
+            base=robot.base,
+            link=robot.link,
+            metric=head.metric if head else None,
+            target_size=target_size,
         )
+        plan.parameters, plan.table, plan.from_dimensions = params, t, from_dimensions
+        plans.append(plan)
     return plans

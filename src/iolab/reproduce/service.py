@@ -36,21 +36,24 @@ class Reproduction:
 def robot_reproduction(text: str, source: str) -> Reproduction | None:
     """A 0-day/LKP fio-basic report: the plan its first parameter set implies (the others
     are named in the notes, since one plan measures one job), None for any other mail."""
-    from iolab.ingest.comparisons import find_comparisons
+    from iolab.ingest.comparisons import find_comparisons, table_lines
     from iolab.reproduce.robot import robot_plans
+    from iolab.reproduce.robot_lines import used_lines
 
     plans = robot_plans(find_comparisons(text, source))
     if not plans:
         return None
     first = plans[0]
     _check_loads(first.text, source)
+    lines, offset, _ = table_lines(text)
+    used, ignored = used_lines(lines, offset, first)
     notes = list(first.notes)
     if len(plans) > 1:
         notes.append(
             f"the report has {len(plans)} fio-basic parameter sets; this plan is the first "
             "(the others are listed in its comments' source lines)"
         )
-    return Reproduction(first.text, [], [], notes, [], [])
+    return Reproduction(first.text, used, ignored, notes, [], [])
 
 
 # (text, source) -> a Reproduction, or None when the mail is not of the reader's kind

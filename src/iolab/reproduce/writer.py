@@ -92,6 +92,13 @@ def render(draft: Draft) -> str:
         for name, (value, why) in draft.vars.items():
             out.note(2, why)
             out.key(2, name, value)
+    if draft.matrix:
+        out.lines.append("")
+        out.note(0, draft.matrix_note)
+        out.key(0, "matrix")
+        for name, values, ref in draft.matrix:
+            out.ref(2, ref, "the first")
+            out.key(2, name, values)
     if draft.variants:
         out.lines.append("")
         out.note(0, draft.variants_note)

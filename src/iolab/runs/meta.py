@@ -90,6 +90,10 @@ def resume_point(run: RunInfo) -> tuple[int, str | None]:
     return seed, profile if isinstance(profile, str) else None
 
 
+# blocks when no budget is given: what a 3% effect at ~10% CV needs here (docs/compare.md)
+DEFAULT_MAX_BLOCKS = 200
+
+
 @dataclass(frozen=True)
 class AbSettings:
     """The sequential test of an ab run; `max_blocks` is its block budget (`--max-blocks`)."""
