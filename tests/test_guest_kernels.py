@@ -254,7 +254,7 @@ def test_power_cut_mid_sample(fleet: Fleet, env: dict[str, str], tmp_path: Path)
                     a.state == "running" and a.boot_kernel for a in attempts_of(fleet, run_id)
                 )
 
-            wait_for(measuring, 300, f"a sample under way\n{log_of(env, name)}")
+            wait_for(measuring, 600, f"a sample under way\n{log_of(env, name)}")
             pid = json.loads(state.read_text())["pid"]
             os.killpg(pid, signal.SIGKILL)  # the power cut
             _out, err = controller.communicate(timeout=900)
