@@ -156,7 +156,7 @@ def test_progress_shows_an_unbounded_side_as_such() -> None:
 
     seq = SequentialDecision("write.iops", max_blocks=200)
     early = seq.update([(100.0, 104.0)])
-    assert interval_text(early) == "[≤-50.3%, ≥+101.4%]"
+    assert interval_text(early) == "[≤-75.0%, ≥+300.0%]"
     assert any("not yet bounded" in w for w in early.warnings)
     rng = np.random.default_rng(8)
     a, b = randomized_blocks(rng, 60, 0.0)
@@ -164,3 +164,41 @@ def test_progress_shows_an_unbounded_side_as_such() -> None:
     assert later.ci_low_pct is not None and later.ci_high_pct is not None
     assert "≤" not in interval_text(later) and "≥" not in interval_text(later)
     assert interval_text(later) == ci(later.ci_low_pct, later.ci_high_pct)
+
+
+@pytest.mark.parametrize("factor", [0.38, 0.1, 12.0])
+def test_a_decided_change_has_an_interval_on_its_side_even_beyond_the_range(
+    factor: float,
+) -> None:
+    """A 2.6x drop sits inside the searched range; a 10x drop or a 12x rise lies beyond it,
+    where the signed ranks saturate and every searched shift is rejected in the same block.
+    Either way the decided interval must lie on the verdict's side of 0 (it once stayed the
+    whole range, "[≤-50.3%, ≥+101.4%]: regression"), and beyond the range it is the edge,
+    shown unbounded outward."""
+    from iolab.cli.progress import interval_text
+    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+
+    rng = np.random.default_rng(26)
+    seq = SequentialDecision("write.iops", max_blocks=30)
+    state = None
+    for _ in range(30):
+        a = 50000.0 * rng.uniform(0.8, 1.2)
+        state = seq.update([(a, a * factor * rng.uniform(0.9, 1.1))])
+        if state.done:
+            break
+    assert state is not None and state.done
+    assert state.verdict == ("regression" if factor < 1 else "improvement")
+    lo, hi = state.ci_low_pct, state.ci_high_pct
+    assert lo is not None and hi is not None
+    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+    if factor < 1:
+        assert hi < 0
+    else:
+        assert lo > 0
+    if factor == 0.1:
+        assert (lo, hi) == pytest.approx((edge_lo, edge_lo))
+        assert interval_text(state) == "[≤-75.0%, -75.0%]"
+    elif factor == 12.0:
+        assert (lo, hi) == pytest.approx((edge_hi, edge_hi))
+    else:
+        assert edge_lo <= lo < 100 * (factor - 1) < hi < 0

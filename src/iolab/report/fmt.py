@@ -70,7 +70,7 @@ def ci(lo: float | None, hi: float | None) -> str:
 def sequence_ci(lo: float | None, hi: float | None) -> str:
     """A confidence sequence's interval (`iolab ab`, `bisect`): a side still at the edge of the
     range the sequence searches (stats.sequential.INTERVAL_EDGE_LOG) has not been measured, so
-    it is shown unbounded — "[+12.0%, ≥+101.4%]", not "[+12.0%, +101.4%]"."""
+    it is shown unbounded — "[+12.0%, ≥+300.0%]", not "[+12.0%, +300.0%]"."""
     if lo is None or hi is None:
         return "—"
     from iolab.stats.sequential import INTERVAL_EDGE_LOG

@@ -73,14 +73,24 @@ def stake_grid(max_blocks: int | None, alpha: float) -> NDArray[np.float64]:
     return np.asarray(np.geomspace(smallest, MAX_STAKE, count), dtype=np.float64)
 
 
-# the interval is searched over log shifts in [-EDGE, +EDGE]: -50.3% to +101.4%
-INTERVAL_EDGE_LOG = 0.7
+# the interval is searched over log shifts in [-EDGE, +EDGE]: -75% to +300%, so that a
+# 2-3x change (data=journal, a nodelalloc writeback collapse) is bounded inside the range;
+# the grid's steepness keeps the spacing near 0 as fine as the earlier ±log(2) grid had it
+INTERVAL_EDGE_LOG = math.log(4.0)
+_GRID_POINTS = 1001
+_GRID_STEEPNESS = 4.88
+
+
+def edge_text() -> str:
+    """The searched range as a reader sees it: "-75% to +300%"."""
+    low, high = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+    return f"{low:+.0f}% to {high:+.0f}%"
 
 
 def _grid(down: float, up: float) -> NDArray[np.float64]:
     """Shifts tested for the displayed interval: dense near 0, always holding 0 and ±margin."""
-    u = np.linspace(-1.0, 1.0, 801)
-    g = INTERVAL_EDGE_LOG * np.sinh(4.0 * u) / math.sinh(4.0)
+    u = np.linspace(-1.0, 1.0, _GRID_POINTS)
+    g = INTERVAL_EDGE_LOG * np.sinh(_GRID_STEEPNESS * u) / math.sinh(_GRID_STEEPNESS)
     return np.unique(np.concatenate([g, [0.0, down, up]]))
 
 
@@ -243,11 +253,20 @@ class SequentialDecision:
                     merged = (max(cs[0], self._cs[0]), min(cs[1], self._cs[1]))
                     cs = merged if merged[0] <= merged[1] else cs
                 self._cs = cs
+            else:
+                # every shift searched is rejected: the change lies beyond an edge, on the
+                # data's side (ranks saturate there, so the whole grid falls in one block);
+                # the interval is that edge, shown unbounded outward, never the whole range
+                middle = float(np.median(np.asarray(self._d)))
+                if middle < self._nulls[0]:
+                    self._cs = (float(self._nulls[0]), float(self._nulls[0]))
+                elif middle > self._nulls[-1]:
+                    self._cs = (float(self._nulls[-1]), float(self._nulls[-1]))
             if self._cs is not None:
                 lo, hi = to_pct(self._cs[0]), to_pct(self._cs[1])
                 if self._cs[0] <= self._nulls[0] or self._cs[1] >= self._nulls[-1]:
                     warnings.append(
-                        "the interval reaches the edge of the tested range (-50% to +101%): "
+                        f"the interval reaches the edge of the tested range ({edge_text()}): "
                         "not yet bounded on that side"
                     )
         needed = None
