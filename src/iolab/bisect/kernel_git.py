@@ -23,20 +23,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from iolab.analysis.build import Options, pair_report
-from iolab.analysis.select import Selector
 from iolab.bisect import git
 from iolab.bisect.driver import KIND, META, _engine, choose_kpi, single_case
 from iolab.bisect.engine import Bisection
 from iolab.bisect.kernel_build import Built, KernelBuilder, short
-from iolab.errors import EXIT_BISECT_NOT_KNOWN, IolabError, LabError, PlanError, RefusedError
+from iolab.bisect.kernels import measure_blocks, pair_evidence
+from iolab.errors import EXIT_BISECT_NOT_KNOWN, IolabError, PlanError, RefusedError
 from iolab.kernels import artifacts
 from iolab.model.bisect import GOOD, Commit, Measure, Outcome
 from iolab.model.metrics import Direction
 from iolab.plan.expand import plan_from_text
-from iolab.plan.model import Plan
+from iolab.plan.model import Case, Plan
 from iolab.report import bisect_json
 from iolab.report.bisect_model import BisectReport
 from iolab.runs import lifecycle
@@ -232,42 +229,25 @@ def run(
     on_build: Callable[[str, Built], None] | None = None,
 ) -> tuple[Outcome, str]:
     """Build what the engine asks for, measure it on the fleet, until the engine ends."""
-    engine = setup.engine
     blocks = source(setup.run)
-    status = "failed"
-    failed_blocks = 0
-    with lifecycle.running(setup.run) as ending:
-        try:
-            block = setup.next_block
-            measure = _settle(setup, on_build)
-            while measure is not None:
-                setup.plan = kernel_plan(setup.template, setup.releases())
-                blocks.use_plan(setup.plan)
-                by_variant = {c.variant: c for c in setup.plan.cases}
-                arms = [setup.sha(i) for i in measure.arms]
-                blocks.start(block, [by_variant[s] for s in arms])
-                _, samples = blocks.next_finished()
-                if progress is not None:
-                    progress(block, measure, setup)
-                got = {s.variant: s for s in samples}
-                values = [
-                    got[s].metrics.get(setup.kpi) if s in got and got[s].status == "ok" else None
-                    for s in arms
-                ]
-                if all(v is not None and v > 0 for v in values):
-                    engine.feed(np.array([values], dtype=np.float64))
-                    failed_blocks = 0
-                else:
-                    failed_blocks += 1
-                    if failed_blocks >= 3:
-                        raise LabError("3 blocks in a row without a KPI value")
-                block += 1
-                measure = _settle(setup, on_build)
-        except BaseException:
-            blocks.abandon()
-            raise
-        ending.status = status = "finished"
-    return engine.outcome, status
+
+    def arms(measure: Measure) -> list[Case]:
+        # the plan grows a variant per built commit: the hosts get it before each block
+        setup.plan = kernel_plan(setup.template, setup.releases())
+        blocks.use_plan(setup.plan)
+        by_variant = {c.variant: c for c in setup.plan.cases}
+        return [by_variant[setup.sha(i)] for i in measure.arms]
+
+    return measure_blocks(
+        setup.run,
+        blocks,
+        setup.engine,
+        setup.kpi,
+        setup.next_block,
+        lambda: _settle(setup, on_build),
+        arms,
+        None if progress is None else (lambda block, m: progress(block, m, setup)),
+    )
 
 
 def _commit(setup: GitKernelSetup, sha: str) -> Commit:
@@ -290,16 +270,7 @@ def conclude(store: Store, setup: GitKernelSetup, outcome: Outcome, status: str)
     evidence = None
     if outcome.verify is not None:
         a, b = setup.sha(outcome.verify.a), setup.sha(outcome.verify.b)
-        run_id = setup.run_id
-        try:
-            evidence = pair_report(
-                store,
-                Selector(f"run:{run_id}/variant={a}", run_id=run_id, variant=a),
-                Selector(f"run:{run_id}/variant={b}", run_id=run_id, variant=b),
-                Options(alpha=engine.alpha, margin_pct=engine.margin_pct),
-            )
-        except IolabError:
-            evidence = None
+        evidence = pair_evidence(store, setup.run_id, a, b, setup.engine)
     builds = {
         sha: ("ok" if rec.get("ok") else f"failed: {rec.get('reason')}")
         for sha, rec in setup.builds.items()

@@ -23,11 +23,11 @@ from iolab.analysis.build import Options, pair_report
 from iolab.analysis.select import Selector
 from iolab.bisect.driver import KIND, META, _engine, choose_kpi, single_case
 from iolab.bisect.engine import Bisection
-from iolab.errors import IolabError, LabError, PlanError, SelectorError
+from iolab.errors import IolabError, LabError, PlanError
 from iolab.model.bisect import GOOD, Commit, Measure, Outcome
 from iolab.model.metrics import Direction
 from iolab.plan.expand import plan_from_text
-from iolab.plan.model import Plan
+from iolab.plan.model import Case, Plan
 from iolab.plan.sections import _RELEASE
 from iolab.report import bisect_json
 from iolab.report.bisect_model import BisectReport
@@ -161,25 +161,54 @@ def run(
     progress: Callable[[int, Measure, KernelSetup], None] | None = None,
 ) -> tuple[Outcome, str]:
     """Measure block after block on the fleet until the engine ends."""
-    engine = setup.engine
-    blocks = source(setup.run)
     by_variant = {c.variant: c for c in setup.plan.cases}
+
+    def arms(measure: Measure) -> list[Case]:
+        return [by_variant[setup.release(i)] for i in measure.arms]
+
+    return measure_blocks(
+        setup.run,
+        source(setup.run),
+        setup.engine,
+        setup.kpi,
+        setup.next_block,
+        setup.engine.action,
+        arms,
+        None if progress is None else (lambda block, m: progress(block, m, setup)),
+    )
+
+
+def measure_blocks(
+    run: lifecycle.OpenRun,
+    blocks: Any,
+    engine: Bisection,
+    kpi: str,
+    first_block: int,
+    next_measure: Callable[[], Measure | None],
+    arms: Callable[[Measure], list[Case]],
+    progress: Callable[[int, Measure], None] | None,
+) -> tuple[Outcome, str]:
+    """The loop both kernel bisects share: each block measures the engine's arms (one case
+    per kernel) on the fleet and feeds their KPI; three blocks in a row without a value end
+    the run.  `next_measure` may build before it answers (the git-range bisect)."""
     status = "failed"
     failed_blocks = 0
-    with lifecycle.running(setup.run) as ending:
+    with lifecycle.running(run) as ending:
         try:
-            block = setup.next_block
-            measure = engine.action()
+            block = first_block
+            measure = next_measure()
             while measure is not None:
-                arms = [setup.release(i) for i in measure.arms]
-                blocks.start(block, [by_variant[r] for r in arms])
+                cases = arms(measure)
+                blocks.start(block, cases)
                 _, samples = blocks.next_finished()
                 if progress is not None:
-                    progress(block, measure, setup)
+                    progress(block, measure)
                 got = {s.variant: s for s in samples}
                 values = [
-                    got[r].metrics.get(setup.kpi) if r in got and got[r].status == "ok" else None
-                    for r in arms
+                    got[c.variant].metrics.get(kpi)
+                    if c.variant in got and got[c.variant].status == "ok"
+                    else None
+                    for c in cases
                 ]
                 if all(v is not None and v > 0 for v in values):
                     engine.feed(np.array([values], dtype=np.float64))
@@ -189,12 +218,25 @@ def run(
                     if failed_blocks >= 3:
                         raise LabError("3 blocks in a row without a KPI value")
                 block += 1
-                measure = engine.action()
+                measure = next_measure()
         except BaseException:
             blocks.abandon()
             raise
         ending.status = status = "finished"
     return engine.outcome, status
+
+
+def pair_evidence(store: Store, run_id: int, a: str, b: str, engine: Bisection) -> Any:
+    """The culprit's pair report (both kernel bisects), or None when it cannot be made."""
+    try:
+        return pair_report(
+            store,
+            Selector(f"run:{run_id}/variant={a}", run_id=run_id, variant=a),
+            Selector(f"run:{run_id}/variant={b}", run_id=run_id, variant=b),
+            Options(alpha=engine.s.alpha, margin_pct=engine.s.margin_pct),
+        )
+    except IolabError:
+        return None
 
 
 def conclude(store: Store, setup: KernelSetup, outcome: Outcome, status: str) -> BisectReport:
@@ -207,16 +249,7 @@ def conclude(store: Store, setup: KernelSetup, outcome: Outcome, status: str) ->
     evidence = None
     if outcome.verify is not None:
         a, b = setup.release(outcome.verify.a), setup.release(outcome.verify.b)
-        run_id = setup.run_id
-        try:
-            evidence = pair_report(
-                store,
-                Selector(f"run:{run_id}/variant={a}", run_id=run_id, variant=a),
-                Selector(f"run:{run_id}/variant={b}", run_id=run_id, variant=b),
-                Options(alpha=engine.alpha, margin_pct=engine.margin_pct),
-            )
-        except SelectorError:
-            evidence = None
+        evidence = pair_evidence(store, setup.run_id, a, b, setup.engine)
     report = BisectReport(
         run_id=setup.run_id,
         status=status,
