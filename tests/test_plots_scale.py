@@ -31,9 +31,19 @@ def test_a_narrow_interval_sets_the_axis_and_the_band_stays() -> None:
     assert min(lows) < low and max(highs) > high  # the first intervals run off it
 
 
-def test_a_sequence_that_never_narrowed_is_shown_to_60_percent() -> None:
+def test_a_sequence_that_never_narrowed_is_shown_to_the_searched_edge_and_100_percent() -> None:
+    low, high = sequential_limits([-300.0, -300.0], [300.0, 400.0], [1.0, 2.0], 1.0)
+    pad = 0.12 * (100.0 + 75.0)
+    assert math.isclose(low, -75.0 - pad) and math.isclose(high, 100.0 + pad)
     low, high = sequential_limits([-300.0, -80.0], [300.0, 90.0], [1.0, 2.0], 1.0)
-    assert math.isclose(low, -60.0 - 14.4) and math.isclose(high, 60.0 + 14.4)
+    pad = 0.12 * (90.0 + 75.0)
+    assert math.isclose(low, -75.0 - pad) and math.isclose(high, 90.0 + pad)
+
+
+def test_a_large_drop_at_the_edge_is_on_the_axis_whole() -> None:
+    """make demo's data=journal: -65% decided after 8 blocks, the interval [≤-75%, -60%]."""
+    low, high = sequential_limits([-75.0, -75.0], [300.0, -59.8], [-65.0, -65.3], 1.0)
+    assert low < -75.0 and high > 1.0 and high - low < 100.0
 
 
 def test_the_figure_uses_those_limits() -> None:

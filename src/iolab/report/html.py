@@ -96,10 +96,12 @@ def render_page(template: str, **context: Any) -> str:
     return str(_environment().get_template(template).render(**context))
 
 
-def interval(m: MetricComparison) -> str:
-    if m.ci_low_pct is None or m.ci_high_pct is None:
-        return "—"
-    return f"[{fmt.pct(m.ci_low_pct)}, {fmt.pct(m.ci_high_pct)}]"
+def interval(m: MetricComparison, group: Group | None = None) -> str:
+    """A fixed-n interval as printed; a confidence sequence's (the KPI of an `ab` run) with
+    a side still at the searched range's edge shown unbounded, as the other formats do."""
+    if group is not None and any(s.name == m.name for s in group.sequential):
+        return fmt.sequence_ci(m.ci_low_pct, m.ci_high_pct)
+    return fmt.ci(m.ci_low_pct, m.ci_high_pct)
 
 
 def interval_bar(m: MetricComparison, scale: float) -> str:
@@ -154,7 +156,7 @@ def kpi_rows(report: HtmlReport) -> list[KpiRow]:
                 b=fmt.value(m.b.median, m.unit),
                 n=f"n={m.a.n}" if m.a.n == m.b.n else f"n={m.a.n}+{m.b.n}",
                 change=fmt.pct(m.change_pct),
-                interval=interval(m),
+                interval=interval(m, group),
                 verdict=m.verdict,
                 css=VERDICT_CLASS.get(m.verdict, "inconclusive"),
                 bar=interval_bar(m, scale),
@@ -163,10 +165,10 @@ def kpi_rows(report: HtmlReport) -> list[KpiRow]:
     return rows
 
 
-def _kpi_caption(m: MetricComparison) -> str:
+def _kpi_caption(m: MetricComparison, group: Group) -> str:
     paired = f"paired, {m.n_pairs} blocks" if m.paired else f"unpaired, n={m.a.n}+{m.b.n}"
     return (
-        f"{m.name}: B {fmt.pct(m.change_pct)} against A, interval {interval(m)}, "
+        f"{m.name}: B {fmt.pct(m.change_pct)} against A, interval {interval(m, group)}, "
         f"verdict {m.verdict} ({paired}, p={fmt.p_value(m.p_value)})"
     )
 
@@ -180,7 +182,7 @@ def _group_view(
     for j, ks in enumerate(detail.samples):
         m = by_name.get(ks.metric)
         svg = plots.samples_figure(ks, group.a_name, group.b_name, f"iolab-g{index}-k{j}")
-        kpi_figures.append(Figure(svg, _kpi_caption(m) if m else ks.metric))
+        kpi_figures.append(Figure(svg, _kpi_caption(m, group) if m else ks.metric))
     sequential_figures = []
     for j, trace in enumerate(detail.traces):
         stop = f"decided after {trace.stopped_at} blocks" if trace.stopped_at else "undecided"

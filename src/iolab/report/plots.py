@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import re
 from typing import Any
 
@@ -160,10 +161,14 @@ def sequential_limits(
     estimates of the later half of the blocks, zero and the whole ±margin band, padded —
     so a 2% effect decided after 14 blocks is read on a few-percent axis, not on the ±50% of
     the first blocks' intervals (those run off the axis, and the figure says so).  Within
-    ±60% (then padded): a sequence that never narrowed is shown as far as that."""
+    the searched range below and +100% above (then padded): a sequence that never narrowed
+    is shown as far as that, and a 2-3x drop with its interval at the -75% edge in full."""
+    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+
     later = [e for e in estimates[len(estimates) // 2 :] if e is not None]
     values = [lows[-1], highs[-1], *later, -margin, margin, 0.0]
-    low, high = max(min(values), -60.0), min(max(values), 60.0)
+    floor = 100.0 * math.expm1(-INTERVAL_EDGE_LOG)
+    low, high = max(min(values), floor), min(max(values), 100.0)
     pad = 0.12 * (high - low)
     return low - pad, high + pad
 
