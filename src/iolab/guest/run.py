@@ -83,6 +83,45 @@ def cmdline(mode: str, extra: str = "") -> str:
     return f"{base} {extra}".strip()
 
 
+WORK_PARENT = Path("/var/tmp")
+WORK_PREFIX = "iolab-guest-run-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _pid_in(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def sweep_stale(parent: Path) -> list[Path]:
+    """Remove the work directories of runs whose owner died without its `finally` (kill -9,
+    a SIGTERM Python did not turn into an exception): each holds a qcow2 overlay and two
+    disk images.  A directory is left alone while its owner or its QEMU lives, and when it
+    names no owner (being made, or not ours to judge)."""
+    removed = []
+    for work in parent.glob(f"{WORK_PREFIX}*"):
+        owner = _pid_in(work / "owner")
+        if owner is None or _alive(owner):
+            continue
+        qemu = _pid_in(work / "qemu.pid")
+        if qemu is not None and _alive(qemu):
+            continue
+        shutil.rmtree(work, ignore_errors=True)
+        removed.append(work)
+    return removed
+
+
 def run_script(
     image: Image,
     kernel: str,
@@ -97,7 +136,9 @@ def run_script(
     in /run/iolab-cmd.  Raises GuestError if it does not end with an exit status in time."""
     vmlinuz, initrd = image.kernel(kernel)
     nonce = secrets.token_hex(6)
-    work = Path(tempfile.mkdtemp(prefix="iolab-guest-run-", dir="/var/tmp"))
+    sweep_stale(WORK_PARENT)
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=WORK_PARENT))
+    (work / "owner").write_text(f"{os.getpid()}\n")
     proc: subprocess.Popen[bytes] | None = None
     started = time.monotonic()
     try:
