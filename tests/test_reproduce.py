@@ -564,3 +564,18 @@ def test_requirements_in_prose(prose: str, needs: list[str]) -> None:
 
     found = context.requirements([context.Paragraph(1, ((1, prose),))], [])
     assert [f.value for f in found] == needs
+
+
+REPORTS_LKP = Path(__file__).parent / "data" / "reports" / "lkp"
+
+
+def test_robot_mail_cut_before_its_test_size_is_refused_naming_the_mail() -> None:
+    """A robot mail whose fio-basic parameters lost `test_size` (a cut paste; found by the
+    mangled-mail property test in CI) is one error line that names the mail, exit 2."""
+    mail = REPORTS_LKP / "2019-btrfs-fio-quoted-rewrapped.txt"
+    text = "\n".join(x for x in mail.read_text().split("\n") if "test_size" not in x)
+    done = iolab("reproduce", "-", input=text)
+    assert done.exit_code == 2
+    assert done.stderr.strip() == (
+        "iolab: <stdin>: robot parameters name no test_size (fio-basic requires it)"
+    )

@@ -40,7 +40,12 @@ def robot_reproduction(text: str, source: str) -> Reproduction | None:
     from iolab.reproduce.robot import robot_plans
     from iolab.reproduce.robot_lines import used_lines
 
-    plans = robot_plans(find_comparisons(text, source))
+    try:
+        plans = robot_plans(find_comparisons(text, source))
+    except IngestError:
+        raise
+    except IolabError as exc:  # a parameter set fio-basic cannot run: the mail is named
+        raise IngestError(source, exc.message) from None
     if not plans:
         return None
     first = plans[0]
