@@ -1,5 +1,5 @@
 # iolab — `make demo` runs the main job, `make test` runs the tests; both install what is missing.
-.PHONY: deps guest-image test demo lint clean
+.PHONY: deps guest-image test demo lint fuzz clean
 
 deps:
 	scripts/install-deps
@@ -13,6 +13,10 @@ test: deps guest-image
 
 demo: deps
 	scripts/demo
+
+# the property tests with fresh random examples, ROUNDS times (CI runs them derandomized)
+fuzz: deps
+	scripts/fuzz
 
 lint: deps
 	.venv/bin/ruff check src tests bench
