@@ -195,6 +195,33 @@ def test_what_the_reader_leaves_to_store(populated: tuple[Path, list[int]], tmp_
         open_reader(str(tmp_path / "missing.db"))
 
 
+def test_reading_leaves_no_wal_files_and_cannot_write(
+    populated: tuple[Path, list[int]], tmp_path: Path
+) -> None:
+    """Both readers of a store the user could write open it read-write but query-only: a
+    statement that writes is refused, and closing removes the -wal and -shm files any reader
+    of a WAL database makes (a `mode=ro` reader left them after every `compare`)."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    source, ids = populated
+    db = tmp_path / "copy.db"
+    shutil.copy(source, db)
+    before = db.read_bytes()
+    with open_reader(str(db)) as reader:
+        assert isinstance(reader, SQLiteReader)
+        assert len(reader.runs()) == len(ids)
+        assert sorted(p.name for p in tmp_path.iterdir())[1:] == ["copy.db-shm", "copy.db-wal"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            reader._db.execute("DELETE FROM runs")
+    with open_store(str(db), read_only=True) as store:
+        assert len(store.runs()) == len(ids)
+        with store.engine.connect() as conn, pytest.raises(OperationalError, match="readonly"):
+            conn.execute(text("DELETE FROM runs"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db"]
+    assert db.read_bytes() == before
+
+
 @pytest.fixture(params=["sqlite-url", pytest.param("postgres", marks=pytest.mark.postgres)])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite-url":

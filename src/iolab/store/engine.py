@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from iolab.errors import StoreError
-from iolab.store.location import StoreLocation, sqlite_read_only_uri
+from iolab.store.location import QUERY_ONLY, StoreLocation, sqlite_read_only_uri
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -111,6 +111,8 @@ def _sqlite_setup(engine: Engine, *, wal: bool = True) -> None:
             if wal:  # a reader leaves the file's mode alone: setting it writes
                 cursor.execute("PRAGMA journal_mode = WAL")
                 cursor.execute("PRAGMA synchronous = NORMAL")
+            else:
+                cursor.execute(QUERY_ONLY)
         finally:
             cursor.close()
 

@@ -52,11 +52,21 @@ class StoreLocation:
 
 
 def sqlite_read_only_uri(path: Path) -> str:
-    """A SQLite URI that opens `path` without ever writing it (mode=ro).  On a read-only
-    directory or file SQLite cannot make the WAL index (-shm) a reader needs, so the file is
-    opened `immutable` there: nobody can be writing it anyway."""
+    """A SQLite URI for reading `path`; each connection opened with it runs `QUERY_ONLY`
+    first, so no statement can write.  A file the reader could write is opened read-write
+    all the same: only such a connection may, when it is the last one to close, checkpoint
+    and remove the -wal and -shm files that any reader of a WAL database makes (a `mode=ro`
+    reader left them behind after every `compare`).  On a read-only directory or file SQLite
+    cannot make the WAL index (-shm) a reader needs, so the file is opened `immutable` there:
+    nobody can be writing it anyway."""
     writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if writable else "&immutable=1")
+    return f"file:{quote(str(path.resolve()))}?" + (
+        "mode=rw" if writable else "mode=ro&immutable=1"
+    )
+
+
+# run first on every reading connection: SQLite then refuses any statement that writes
+QUERY_ONLY = "PRAGMA query_only = ON"
 
 
 def same_text(stored: Any, wanted: Any) -> bool:

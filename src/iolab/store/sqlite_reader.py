@@ -26,7 +26,7 @@ from typing import Any, Self
 from iolab.errors import StoreError
 from iolab.model.sample import RunInfo, Sample
 from iolab.store import convert
-from iolab.store.location import same_text, sqlite_read_only_uri
+from iolab.store.location import QUERY_ONLY, same_text, sqlite_read_only_uri
 from iolab.store.revision import VERSION_TABLE, known_heads
 
 BUSY_TIMEOUT_MS = 30_000  # as the SQLAlchemy engine's (store/engine.py)
@@ -91,6 +91,7 @@ class SQLiteReader:
         except sqlite3.Error:
             return None
         try:
+            db.execute(QUERY_ONLY)
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             found = {str(row[0]) for row in db.execute(f"SELECT version_num FROM {VERSION_TABLE}")}
         except sqlite3.Error:  # no version table, not a database, damaged, ...
