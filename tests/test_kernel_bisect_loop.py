@@ -12,7 +12,7 @@ import pytest
 
 from iolab.bisect.driver import _engine
 from iolab.bisect.engine import Bisection
-from iolab.bisect.kernels import kernel_plan, measure_blocks
+from iolab.bisect.kernels import KernelSetup, conclude, kernel_plan, measure_blocks
 from iolab.errors import LabError
 from iolab.model.bisect import Measure
 from iolab.model.metrics import Direction
@@ -20,7 +20,7 @@ from iolab.model.sample import Sample
 from iolab.plan.expand import plan_from_text
 from iolab.plan.model import Case
 from iolab.runs import lifecycle
-from iolab.store import open_store
+from iolab.store import Store, open_store
 
 RELEASES = [f"6.1.0-{n}-cloud-amd64" for n in range(47, 57)]
 PLAN = """\
@@ -37,10 +37,11 @@ kpis: [write.iops]
 
 
 class Blocks:
-    """Each block's arms measured at once: KPI 1000 before the culprit, 700 from it on."""
+    """Each block's arms measured at once: KPI 1000 before the culprit, 700 from it on,
+    stored as a host's worker stores them."""
 
-    def __init__(self, culprit: int | None, run_id: int, seed: int = 3) -> None:
-        self.culprit, self.run_id = culprit, run_id
+    def __init__(self, culprit: int | None, store: Store, run_id: int, seed: int = 3) -> None:
+        self.culprit, self.store, self.run_id = culprit, store, run_id
         self.rng = np.random.default_rng(seed)
         self.started: list[tuple[int, list[str]]] = []
         self.abandoned = False
@@ -60,6 +61,7 @@ class Blocks:
             samples.append(
                 Sample(run_id=self.run_id, variant=v, block=block, metrics={"write.iops": value})
             )
+            self.store.add_sample(samples[-1])  # as the host's worker does
         return block, samples
 
     def abandon(self) -> None:
@@ -72,7 +74,7 @@ def _setup(tmp_path: Path, culprit: int | None) -> tuple[lifecycle.OpenRun, Bloc
     run_id = store.create_run("bisect")
     run = lifecycle.OpenRun(store, plan, run_id, seed=1)
     engine = _engine(len(RELEASES) - 1, Direction.HIGHER, 0.05, 1.0, 200, "binary", "write.iops")
-    return run, Blocks(culprit, run_id), engine
+    return run, Blocks(culprit, store, run_id), engine
 
 
 def test_the_loop_feeds_each_block_to_the_engine_until_it_names_the_culprit(
@@ -99,6 +101,21 @@ def test_the_loop_feeds_each_block_to_the_engine_until_it_names_the_culprit(
     assert outcome.kind == "found" and outcome.culprit == 5, outcome  # index 5 is RELEASES[6]
     assert seen == list(range(1, len(blocks.started) + 1))
     assert run.store.run(run.run_id).status == "finished"
+
+    # the report both kernel bisects make (bisect.kernels.kernel_report), from what was stored
+    setup = KernelSetup(run, run.plan, RELEASES, "write.iops", Direction.HIGHER, engine)
+    report = conclude(run.store, setup, outcome, status)
+    assert (report.good.sha, report.bad.sha) == (RELEASES[0], RELEASES[-1])
+    assert report.candidates == len(RELEASES) - 1 and report.commits[5].sha == RELEASES[6]
+    assert report.commits[5].subject == f"kernel {RELEASES[6]}"
+    assert report.outcome.culprit == 5 and report.builds == {} and report.cache == ""
+    assert outcome.verify is not None  # the culprit's pair, compared from the stored samples
+    assert report.evidence is not None
+    ((_, kpi),) = report.evidence.kpis()
+    assert kpi.verdict == "regression" and kpi.change_pct == pytest.approx(-30.0, abs=2.0)
+    stored = run.store.run(run.run_id).meta["bisect_result"]
+    assert stored["result"] == "found" and stored["culprit"]["sha"] == RELEASES[6]
+    assert stored["evidence"] is not None
 
 
 def test_three_blocks_without_a_value_end_the_run_failed(tmp_path: Path) -> None:

@@ -325,9 +325,12 @@ PLAN_TEXT = (
 )
 
 
-def stored_bisect(tmp_path: Path, blocks: list[dict[int, float]]) -> tuple[object, int, list[str]]:
+def stored_bisect(
+    tmp_path: Path, blocks: list[dict[int, float]], repo: tuple[Path, list[str]] | None = None
+) -> tuple[object, int, list[str]]:
     """A git-range kernel bisect as a controller leaves it in a store after Ctrl-C: its
-    settings, builds and the samples of `blocks` (per block: commit index -> KPI value)."""
+    settings, builds and the samples of `blocks` (per block: commit index -> KPI value),
+    over made-up shas or the commits of a real `repo`."""
     from iolab.bisect.driver import KIND, META
     from iolab.model.sample import Sample
     from iolab.runs import lifecycle
@@ -336,14 +339,15 @@ def stored_bisect(tmp_path: Path, blocks: list[dict[int, float]]) -> tuple[objec
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(PLAN_TEXT)
     template = load_plan(str(plan_path))
-    shas = [f"{n:040x}" for n in range(1, 6)]
+    shas = repo[1] if repo else [f"{n:040x}" for n in range(1, 6)]
     releases = {s: f"6.9.0-iolab-{s[:12]}" for s in shas}
     builds = {s: {"ok": True, "release": r, "artifacts": []} for s, r in releases.items()}
     derived = kernel_git.kernel_plan(template, releases)
     store = open_store(str(tmp_path / "s.db"))
     run = lifecycle.start(store, lifecycle.check(derived, kind=KIND, here=False))
     settings = {
-        "kernel_repo": str(tmp_path), "good": shas[0], "bad": shas[-1], "commits": shas,
+        "kernel_repo": str(repo[0] if repo else tmp_path), "good": shas[0], "bad": shas[-1],
+        "commits": shas,
         "kernel_build": ["true"], "kpi": "write.iops", "direction": "higher", "alpha": 0.05,
         "margin_pct": 1.0, "max_blocks": 50, "search": "probabilistic",
         "cache": str(tmp_path / "cache"), "template_sha256": template.sha256, "fleet": "lab",
@@ -372,6 +376,30 @@ def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(
         assert setup.replayed == 2 and setup.next_block == 3
         assert setup.engine.blocks == 2  # fed the two finished blocks, not the half-done one
         assert setup.fleet == "lab" and set(setup.releases()) == set(shas)
+
+
+def test_the_report_names_each_commit_with_the_release_it_built(
+    tmp_path: Path, repo: tuple[Path, list[str]]
+) -> None:
+    """`conclude` (bisect.kernels.kernel_report, which the bisect over releases shares): the
+    ends and candidates by sha with git's subject and the release built, each build's state,
+    the build cache; stored in the run's meta as `iolab bisect --json` prints it."""
+    from iolab.model.bisect import Outcome
+    from iolab.store.store import Store
+
+    store, run_id, shas = stored_bisect(tmp_path, [{0: 100.0, 3: 50.0}], repo)
+    assert isinstance(store, Store)
+    with store:
+        setup = kernel_git.resume(store, run_id)
+        outcome = Outcome("range", "stopped", first=1, last=2, blocks=1, samples=2)
+        report = kernel_git.conclude(store, setup, outcome, "interrupted")
+        assert (report.good.sha, report.bad.sha, report.candidates) == (shas[0], shas[3], 3)
+        assert report.commits[1].subject == f"v2 [kernel 6.9.0-iolab-{shas[2][:12]}]"
+        assert report.builds == dict.fromkeys(shas, "ok")
+        assert report.cache == str(tmp_path / "cache") and report.evidence is None
+        stored = store.run(run_id).meta["bisect_result"]
+        assert stored["good"]["sha"] == shas[0] and stored["status"] == "interrupted"
+        assert [c["sha"] for c in stored["range"]] == shas[2:4]
 
 
 def test_resume_refuses_a_course_that_does_not_match(tmp_path: Path) -> None:

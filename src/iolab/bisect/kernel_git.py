@@ -27,14 +27,13 @@ from iolab.bisect import git
 from iolab.bisect.driver import KIND, META, _engine, choose_kpi, single_case
 from iolab.bisect.engine import Bisection
 from iolab.bisect.kernel_build import Built, KernelBuilder, short
-from iolab.bisect.kernels import measure_blocks, pair_evidence
+from iolab.bisect.kernels import kernel_report, measure_blocks
 from iolab.errors import EXIT_BISECT_NOT_KNOWN, IolabError, PlanError, RefusedError
 from iolab.kernels import artifacts
-from iolab.model.bisect import GOOD, Commit, Measure, Outcome
+from iolab.model.bisect import Commit, Measure, Outcome
 from iolab.model.metrics import Direction
 from iolab.plan.expand import plan_from_text
 from iolab.plan.model import Case, Plan
-from iolab.report import bisect_json
 from iolab.report.bisect_model import BisectReport
 from iolab.runs import lifecycle
 from iolab.store.store import Store
@@ -264,35 +263,14 @@ def _commit(setup: GitKernelSetup, sha: str) -> Commit:
 
 def conclude(store: Store, setup: GitKernelSetup, outcome: Outcome, status: str) -> BisectReport:
     """The report (the commit bisect's formats; each commit's subject names its release)."""
-    n = len(setup.shas) - 1
-    commits = {i: _commit(setup, setup.sha(i)) for i in range(-1, n)}
-    engine = setup.engine.s
-    evidence = None
-    if outcome.verify is not None:
-        a, b = setup.sha(outcome.verify.a), setup.sha(outcome.verify.b)
-        evidence = pair_evidence(store, setup.run_id, a, b, setup.engine)
+    commits = {i: _commit(setup, setup.sha(i)) for i in range(-1, len(setup.shas) - 1)}
     builds = {
         sha: ("ok" if rec.get("ok") else f"failed: {rec.get('reason')}")
         for sha, rec in setup.builds.items()
     }
-    report = BisectReport(
-        run_id=setup.run_id,
-        status=status,
-        kpi=setup.kpi,
-        direction=setup.direction.value,
-        alpha=engine.alpha,
-        margin_pct=engine.margin_pct,
-        good=commits[GOOD],
-        bad=commits[n - 1],
-        candidates=n,
-        outcome=replace(outcome),
-        commits=commits,
-        builds=builds,
-        evidence=evidence,
-        cache=str(setup.builder.cache),
+    return kernel_report(
+        store, setup, commits, outcome, status, builds=builds, cache=str(setup.builder.cache)
     )
-    store.update_run_meta(setup.run_id, {"bisect_result": bisect_json.to_json(report)})
-    return report
 
 
 def drop_artifacts(setup: GitKernelSetup) -> None:

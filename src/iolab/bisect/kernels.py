@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from iolab.report import bisect_json
 from iolab.report.bisect_model import BisectReport
 from iolab.runs import lifecycle
 from iolab.store.store import Store
+
+if TYPE_CHECKING:
+    from iolab.bisect.kernel_git import GitKernelSetup
 
 MAX_KERNELS = 200
 
@@ -241,14 +244,31 @@ def pair_evidence(store: Store, run_id: int, a: str, b: str, engine: Bisection) 
 
 def conclude(store: Store, setup: KernelSetup, outcome: Outcome, status: str) -> BisectReport:
     """The report (the same formats as a commit bisect; each "commit" is a release)."""
-    n = len(setup.releases) - 1
     commits = {
-        i: Commit(setup.release(i), f"kernel {setup.release(i)}", "", "") for i in range(-1, n)
+        i: Commit(setup.release(i), f"kernel {setup.release(i)}", "", "")
+        for i in range(-1, len(setup.releases) - 1)
     }
+    return kernel_report(store, setup, commits, outcome, status)
+
+
+def kernel_report(
+    store: Store,
+    setup: KernelSetup | GitKernelSetup,
+    commits: dict[int, Commit],
+    outcome: Outcome,
+    status: str,
+    *,
+    builds: dict[str, str] | None = None,
+    cache: str = "",
+) -> BisectReport:
+    """Either kernel bisect's report, stored in its run's meta: `commits` by engine index
+    (GOOD, then the candidates), each one's `sha` the variant its samples carry (a release,
+    or a commit's sha)."""
+    n = len(commits) - 1
     engine = setup.engine.s
     evidence = None
     if outcome.verify is not None:
-        a, b = setup.release(outcome.verify.a), setup.release(outcome.verify.b)
+        a, b = commits[outcome.verify.a].sha, commits[outcome.verify.b].sha
         evidence = pair_evidence(store, setup.run_id, a, b, setup.engine)
     report = BisectReport(
         run_id=setup.run_id,
@@ -262,9 +282,9 @@ def conclude(store: Store, setup: KernelSetup, outcome: Outcome, status: str) ->
         candidates=n,
         outcome=replace(outcome),
         commits=commits,
-        builds={},
+        builds=builds or {},
         evidence=evidence,
-        cache="",
+        cache=cache,
     )
     store.update_run_meta(setup.run_id, {"bisect_result": bisect_json.to_json(report)})
     return report
