@@ -301,7 +301,7 @@ def test_quoted_xfs_dd_mail(tmp_path: Path) -> None:
         "conv=fsync",
     )
     assert plan.name == "xfs-buffered-write-throughput-halves-with-dirty-bytes-64m"
-    assert re.search(r"line 8 +for i in 1 2 3; do sync; done +— shell control flow", done.stdout)
+    assert re.search(r"line 8 +for i in 1 2 3; do sync; done +— a shell loop around", done.stdout)
     assert re.search(r"line 10 +perf record -a -g -- sleep 5 +— perf is not one of", done.stdout)
     assert "mkfs -f: force" in done.stdout
 

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iolab.errors import IolabError
-from iolab.reproduce import shell
+from iolab.reproduce import loops, shell
 from iolab.reproduce.service import reproduce
 
 THREADS = Path(__file__).parent / "data" / "threads"
-SEEDS = [p.read_text() for p in sorted(THREADS.glob("*.txt"))]
+SEEDS = [p.read_text() for p in [*sorted(THREADS.glob("*.txt")), *sorted(THREADS.glob("loops/*"))]]
 REPORTS = Path(__file__).parent / "data" / "reports" / "lkp"
 ROBOTS = [REPORTS.joinpath(n).read_text() for n in (
     "2026-btrfs-fio-write-iops.txt", "2023-btrfs-stress-ng-quoted.txt",
@@ -33,7 +33,9 @@ JUNK = st.sampled_from(
 PROGRAMS = st.sampled_from(
     ["fio", "/usr/bin/fio", "sudo fio", "mkfs.ext4", "mkfs.xfs -f", "mke2fs -t ext4",
      "mkfs.btrfs", "mount", "mount -t xfs", "xfs_io", "dd", "sysctl -w", "echo 1 >",
-     "echo mq-deadline | sudo tee", "$ fio", "# mount -o", "t/io_uring", "export X=", "if"]
+     "echo mq-deadline | sudo tee", "$ fio", "# mount -o", "t/io_uring", "export X=", "if",
+     "for bs in 4k 1M; do fio", "for i in $(seq 3); do", "for n in {1..4}\ndo\nfio", "done",
+     "do", "for x in $Y; do dd"]
 )  # fmt: skip
 WORDS = st.one_of(
     JUNK,
@@ -114,7 +116,7 @@ def test_shell_lines_from_pieces(text: str) -> None:
 
 
 @PROPERTY
-@given(text=st.text(max_size=300))
+@given(text=st.one_of(st.text(max_size=300), command_lines()))
 def test_shell_reader_never_raises(text: str) -> None:
     lines = text.splitlines()
     variables = shell.Variables()
@@ -126,6 +128,9 @@ def test_shell_reader_never_raises(text: str) -> None:
         if found is not None:
             variables.assign(found[0], found[1], line.first)
         shell.expand(line.text, variables)
+    out, found_loops = loops.unroll(shell.logical_lines(lines, [0] * len(lines)))
+    assert all(1 <= x.first <= x.last <= max(len(lines), 1) for x in out)
+    assert all(loop.values is None or 0 < len(loop.values) <= 64 for loop in found_loops)
 
 
 @PROPERTY

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from iolab.plan.values import size_value
-from iolab.reproduce import commands, context, jobfile, shell
+from iolab.reproduce import commands, context, jobfile, loops, shell
 
 IMAGE_DEFAULT = 1 << 30
 IMAGE_MAX = 2 << 30  # a loop image in RAM on a machine shared by several people
@@ -109,7 +109,10 @@ def build(
     draft = Draft(
         name=_name(subject, source), description=_describe(subject, source), source=source
     )
-    for whole in shell.logical_lines(lines, depths, offset):
+    logical, found_loops = loops.unroll(shell.logical_lines(lines, depths, offset))
+    for loop in found_loops:
+        _read_loop(draft, loop, command_lines)
+    for whole in logical:
         for line in shell.split_commands(whole) if whole.text else []:
             _read_line(draft, line, variables, found, seen, command_lines)
     numbers = [offset + i + 1 for i in range(len(lines))]
@@ -172,6 +175,26 @@ def _read_line(
         draft.ignored.append((line.where, _short(line.text), recognised.why))
     else:
         found.append(recognised)
+
+
+def _read_loop(draft: Draft, loop: loops.Loop, command_lines: set[int]) -> None:
+    """A `for` loop's own lines: what the loop became (reproduce.loops)."""
+    line = loop.line
+    command_lines.update(range(line.first, line.last + 1))
+    head, values, name = _short(line.text), loop.values, loop.name
+    if not loop.workload:
+        why = "a shell loop around no workload: its commands are read once each"
+        draft.ignored.append((line.where, head, why))
+    elif values is None:
+        why = f"loops over values the mail does not list: ${name} is unknown in its body"
+        draft.ignored.append((line.where, head, why))
+    elif loop.unrolled:
+        shown = ", ".join(values) if len(values) <= 6 else f"{values[0]} … {values[-1]}"
+        what = f"a loop over ${name} ({shown}): its workload once per value"
+        draft.used.append((line.where, head, what))
+    else:
+        what = f"runs its body {len(values)} times: read once (the plan's blocks repeat it)"
+        draft.used.append((line.where, head, what))
 
 
 def _unique_jobs(jobs: list[jobfile.JobFile]) -> list[jobfile.JobFile]:
@@ -455,7 +478,7 @@ def _sweep_sections(
     values = [str(f.sections[si][1][oi][1]) for f in measured]
     run = measured[0]
     draft.matrix.append((name, values, Ref(run.line.where, _short(run.line.text))))
-    wheres = ", ".join(f.line.where for f in measured)
+    wheres = ", ".join(dict.fromkeys(f.line.where for f in measured))  # a loop: one line
     draft.matrix_note = (
         f"the mail runs the same fio job at {len(values)} {key} values ({wheres}): "
         f"a matrix dimension, {{{name}}} in the job"
