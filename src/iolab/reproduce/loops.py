@@ -61,8 +61,9 @@ def unroll(lines: list[Line]) -> tuple[list[Line], list[Loop]]:
             continue
         loop, body, i = found
         inner_lines, inner_loops = unroll(body)
-        copies, unrolled = _copies(loop, inner_lines)
-        workload = any(_WORKLOAD.match(p.text) for x in inner_lines for p in split_commands(x))
+        pieces = [piece for line in inner_lines for piece in split_commands(line)]
+        copies, unrolled = _copies(loop, pieces)
+        workload = any(_WORKLOAD.match(piece.text) for piece in pieces)
         loops.append(Loop(loop.line, loop.name, loop.values, unrolled, workload))
         loops.extend(inner_loops)
         out.extend(copies)
@@ -106,14 +107,13 @@ def _values(text: str) -> tuple[str, ...] | None:
     seq = _SEQ.match(text.strip())
     if seq is not None:
         numbers = [int(g) for g in seq.groups() if g is not None]
-        first, step, last = (
-            (1, 1, numbers[0])
-            if len(numbers) == 1
-            else (numbers[0], 1, numbers[1])
-            if len(numbers) == 2
-            else (numbers[0], numbers[1], numbers[2])
-        )
-        return _range(first, last, step) or None
+        if len(numbers) == 1:  # seq LAST
+            first, step, last = 1, 1, numbers[0]
+        elif len(numbers) == 2:  # seq FIRST LAST
+            first, step, last = numbers[0], 1, numbers[1]
+        else:  # seq FIRST STEP LAST
+            first, step, last = numbers
+        return _range(first, last, step)
     try:
         words = shlex.split(text)
     except ValueError:
@@ -138,8 +138,9 @@ def _values(text: str) -> tuple[str, ...] | None:
 
 
 def _range(first: int, last: int, step: int) -> tuple[str, ...] | None:
+    """`first`, `first + step`, … up to `last`; None when that is nothing or too many."""
     if step == 0 or (last - first) * step < 0:
-        return None if step == 0 else ()
+        return None
     count = (last - first) // step + 1
     if count > MAX_VALUES:
         return None
@@ -151,15 +152,14 @@ def _uses(name: str, lines: list[Line]) -> bool:
     return any(pattern.search(line.text) for line in lines)
 
 
-def _copies(loop: Loop, body: list[Line]) -> tuple[list[Line], bool]:
-    """The body with each workload command (fio, xfs_io, dd) that uses the variable copied
-    once per value, the value written in (True); every other command once, as written
+def _copies(loop: Loop, pieces: list[Line]) -> tuple[list[Line], bool]:
+    """The body's commands, each workload command (fio, xfs_io, dd) that uses the variable
+    copied once per value, the value written in (True); every other command once, as written
     (`sync`, or `echo … > /sys/…/cpu$i/…`, which names the loop's variable in what it lists
-    as ignored).  The body as it is (False) when nothing is copied."""
-    pieces = [piece for line in body for piece in split_commands(line)]
+    as ignored).  The commands as they are (False) when nothing is copied."""
     uses = [_uses(loop.name, [p]) and _WORKLOAD.match(p.text) is not None for p in pieces]
     if loop.values is None or not any(uses):
-        return body, False
+        return pieces, False
     name = loop.name
     pattern = re.compile(rf"\$\{{{name}(?::?-[^}}]*)?\}}|\${name}(?![A-Za-z0-9_])")
     out = []
