@@ -3,8 +3,6 @@ the same digits for the same figure)."""
 
 from __future__ import annotations
 
-import math
-
 from iolab.stats.types import MetricComparison
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -69,13 +67,13 @@ def ci(lo: float | None, hi: float | None) -> str:
 
 def sequence_ci(lo: float | None, hi: float | None) -> str:
     """A confidence sequence's interval (`iolab ab`, `bisect`): a side still at the edge of the
-    range the sequence searches (stats.sequential.INTERVAL_EDGE_LOG) has not been measured, so
+    range the sequence searches (stats.sequential.edge_pct) has not been measured, so
     it is shown unbounded — "[+12.0%, ≥+300.0%]", not "[+12.0%, +300.0%]"."""
     if lo is None or hi is None:
         return "—"
-    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+    from iolab.stats.sequential import edge_pct
 
-    edge_lo, edge_hi = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+    edge_lo, edge_hi = edge_pct()
     low = f"≤{pct(lo)}" if lo <= edge_lo + 1e-9 else pct(lo)
     high = f"≥{pct(hi)}" if hi >= edge_hi - 1e-9 else pct(hi)
     return f"[{low}, {high}]"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import math
 import re
 from typing import Any
 
@@ -163,11 +162,11 @@ def sequential_limits(
     the first blocks' intervals (those run off the axis, and the figure says so).  Within
     the searched range below and +100% above (then padded): a sequence that never narrowed
     is shown as far as that, and a 2-3x drop with its interval at the -75% edge in full."""
-    from iolab.stats.sequential import INTERVAL_EDGE_LOG
+    from iolab.stats.sequential import edge_pct
 
     later = [e for e in estimates[len(estimates) // 2 :] if e is not None]
     values = [lows[-1], highs[-1], *later, -margin, margin, 0.0]
-    floor = 100.0 * math.expm1(-INTERVAL_EDGE_LOG)
+    floor, _ = edge_pct()
     low, high = max(min(values), floor), min(max(values), 100.0)
     pad = 0.12 * (high - low)
     return low - pad, high + pad

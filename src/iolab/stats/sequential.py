@@ -81,9 +81,14 @@ _GRID_POINTS = 1001
 _GRID_STEEPNESS = 4.88
 
 
+def edge_pct() -> tuple[float, float]:
+    """The searched range's ends as % changes: (-75.0, +300.0)."""
+    return 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+
+
 def edge_text() -> str:
     """The searched range as a reader sees it: "-75% to +300%"."""
-    low, high = 100 * math.expm1(-INTERVAL_EDGE_LOG), 100 * math.expm1(INTERVAL_EDGE_LOG)
+    low, high = edge_pct()
     return f"{low:+.0f}% to {high:+.0f}%"
 
 
