@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.lab.journal import loop_devices_of
+from iolab.lab.commands import loop_devices_of
 from iolab.lab.settings import held_original
 from iolab.store import open_store
 

@@ -1,9 +1,12 @@
-"""Running the system tools the lab drives: argument lists only, never a shell string."""
+"""Running the system tools the lab drives (argument lists only, never a shell string), and
+reading back what they left: mounts and loop devices."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from iolab.errors import LabError
 
@@ -49,3 +52,27 @@ def output(argv: list[str]) -> str | None:
     if proc.returncode != 0:
         return None
     return proc.stdout or proc.stderr  # some tools (mke2fs -V) answer on stderr
+
+
+def mounted_at(path: str) -> bool:
+    """True when something is mounted on `path` (as /proc/self/mountinfo shows it)."""
+    real = os.path.realpath(path)
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        mnt = line.split()[4].encode().decode("unicode_escape")
+        if mnt == real:
+            return True
+    return False
+
+
+def loop_devices_of(image: str) -> list[str]:
+    """Loop devices (e.g. /dev/loop3) whose backing file is `image`."""
+    proc = subprocess.run(
+        ["losetup", "-j", image, "-O", "NAME", "-n"], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        return []
+    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from iolab.errors import LabError
 from iolab.lab import commands, kmsg
-from iolab.lab.journal import Journal, mounted_at
+from iolab.lab.commands import mounted_at
+from iolab.lab.journal import Journal
 
 MKFS = {
     "ext4": ["mkfs.ext4", "-F", "-q"],

@@ -4,29 +4,9 @@ One file per iolab process, JSON lines, each line flushed and fsync'd before the
 announces happens.  At the end of a run the changes are undone in reverse order; after a
 kill -9, `iolab cleanup` reads the files whose owner process is gone and undoes what is left.
 
-An entry names a generic *undo action* and its arguments (all strings), so that cleanup can
-undo it without knowing who made the change:
-
-    write   path, value      write `value` into `path` (sysctl, queue setting, tracefs file)
-    umount  path             unmount `path` if something is mounted there
-    rmdir   path             remove the directory if it exists (mount point, trace instance)
-    rmtree  path             remove a scratch directory and its content (only `iolab-*` names)
-    unlink  path             remove the file if it exists (loop image)
-    loop    image            detach every loop device backed by `image`
-    release key, pid, start  drop the holder (pid, start) of a host-wide setting; the last
-                             holder writes back its original value (iolab.lab.settings)
-    killpg  pgid, start      SIGKILL the process group `pgid` whose leader started at `start`
-                             (clock ticks since boot, /proc/PID/stat field 22); members that
-                             started earlier are not touched, so a reused id is left alone
-    mdstop  uuid, label, members  stop the md array(s) carrying `uuid` (iolab chose it) and
-                             wipe the listed members' superblocks of that array (iolab.lab.md)
-    dmremove name, uuid      remove dm map `name` if it carries `uuid` (iolab.lab.multipath)
-    dmmessage name, uuid, message  send `message` to map `name` if it carries `uuid`
-    nullb   path             power off and remove an `iolab-*` null_blk configfs directory
-    rmmod   module           unload a module iolab loaded, if nothing uses it any more
-
-Undo actions are idempotent: undoing a change that was never made (the process died between
-the journal line and the change) does nothing harmful.
+An entry names an *undo action* and its arguments (all strings), so that cleanup can undo it
+without knowing who made the change.  The actions and their arguments are listed in
+iolab.lab.undo; the journal only writes them down and calls them back.
 """
 
 from __future__ import annotations
@@ -34,24 +14,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from iolab.errors import LabError
-from iolab.lab import settings
-from iolab.procs import process_alive, process_start, process_stats
+from iolab.lab.undo import UNDO_ACTIONS, undo_entry
+from iolab.procs import process_alive, process_start
 
 DEFAULT_DIRS = (Path("/run/iolab/journal"), Path("/var/lib/iolab/journal"))
 SUFFIX = ".jsonl"
-
-UndoAction = Callable[[dict[str, str]], None]
 
 
 def journal_dir() -> Path:
@@ -64,176 +40,6 @@ def journal_dir() -> Path:
         if candidate.parent.exists() and os.access(candidate.parent, os.W_OK):
             return candidate
     return DEFAULT_DIRS[-1]
-
-
-# --------------------------------------------------------------------------- undo actions
-
-
-def _undo_write(args: dict[str, str]) -> None:
-    path = Path(args["path"])
-    if not path.exists():
-        return  # the device or the tracefs instance is gone, and the setting with it
-    try:
-        path.write_text(args["value"])
-    except OSError as exc:
-        raise LabError(f"cannot restore {path} to {args['value']!r}: {exc.strerror}") from None
-
-
-def mounted_at(path: str) -> bool:
-    """True when something is mounted on `path` (as /proc/self/mountinfo shows it)."""
-    real = os.path.realpath(path)
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return False
-    for line in lines:
-        mnt = line.split()[4].encode().decode("unicode_escape")
-        if mnt == real:
-            return True
-    return False
-
-
-def _undo_umount(args: dict[str, str]) -> None:
-    path = args["path"]
-    for attempt in range(10):
-        if not mounted_at(path):
-            return
-        proc = subprocess.run(["umount", path], capture_output=True, text=True, check=False)
-        if proc.returncode == 0:
-            continue
-        if attempt == 9:
-            raise LabError(f"cannot unmount {path}: {proc.stderr.strip()}")
-        time.sleep(0.3)  # a workload process may still be exiting
-
-
-def _undo_rmdir(args: dict[str, str]) -> None:
-    path = Path(args["path"])
-    if not path.exists():
-        return
-    try:
-        path.rmdir()
-    except OSError as exc:
-        raise LabError(f"cannot remove directory {path}: {exc.strerror}") from None
-
-
-def _undo_rmtree(args: dict[str, str]) -> None:
-    path = Path(args["path"])
-    if not path.name.startswith("iolab-"):
-        raise LabError(f"not removing {path}: not an iolab scratch directory")
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _undo_unlink(args: dict[str, str]) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        Path(args["path"]).unlink()
-
-
-def loop_devices_of(image: str) -> list[str]:
-    """Loop devices (e.g. /dev/loop3) whose backing file is `image`."""
-    proc = subprocess.run(
-        ["losetup", "-j", image, "-O", "NAME", "-n"], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        return []
-    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-
-
-def _undo_loop(args: dict[str, str]) -> None:
-    for device in loop_devices_of(args["image"]):
-        for attempt in range(10):
-            proc = subprocess.run(
-                ["losetup", "-d", device], capture_output=True, text=True, check=False
-            )
-            if proc.returncode == 0:
-                break
-            if attempt == 9:
-                raise LabError(f"cannot detach {device}: {proc.stderr.strip()}")
-            time.sleep(0.3)
-
-
-def _group_members(pgid: int, start: int) -> list[int]:
-    # zombies and dead entries are only waiting to be reaped by their parent
-    return [
-        p.pid
-        for p in process_stats()
-        if p.state not in ("Z", "X") and p.pgid == pgid and p.start >= start
-    ]
-
-
-def _undo_killpg(args: dict[str, str]) -> None:
-    pgid, start = int(args["pgid"]), int(args["start"])
-    deadline = time.monotonic() + 5.0
-    while True:
-        members = _group_members(pgid, start)
-        if not members:
-            return
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            raise LabError(f"processes of group {pgid} do not exit: {members}")
-        time.sleep(0.05)
-
-
-def _undo_release(args: dict[str, str]) -> None:
-    start = None if args["start"] in ("", "None") else int(args["start"])
-    settings.release(args["key"], int(args["pid"]), start)
-
-
-def _undo_mdstop(args: dict[str, str]) -> None:
-    from iolab.lab import md
-
-    md.undo_mdstop(args)
-
-
-def _undo_dmremove(args: dict[str, str]) -> None:
-    from iolab.lab import multipath
-
-    multipath.undo_dmremove(args)
-
-
-def _undo_dmmessage(args: dict[str, str]) -> None:
-    from iolab.lab import multipath
-
-    multipath.undo_dmmessage(args)
-
-
-def _undo_nullb(args: dict[str, str]) -> None:
-    from iolab.lab import nullblk
-
-    nullblk.undo_nullb(args)
-
-
-def _undo_rmmod(args: dict[str, str]) -> None:
-    from iolab.lab import modules, nullblk
-
-    if args["module"] == "null_blk" and nullblk.ours_exist():
-        return  # somebody's null_blk devices are configured: the module stays
-    modules.unload_if_unused(args["module"])
-
-
-UNDO_ACTIONS: dict[str, UndoAction] = {
-    "write": _undo_write,
-    "umount": _undo_umount,
-    "rmdir": _undo_rmdir,
-    "rmtree": _undo_rmtree,
-    "unlink": _undo_unlink,
-    "loop": _undo_loop,
-    "killpg": _undo_killpg,
-    "release": _undo_release,
-    "mdstop": _undo_mdstop,
-    "dmremove": _undo_dmremove,
-    "dmmessage": _undo_dmmessage,
-    "nullb": _undo_nullb,
-    "rmmod": _undo_rmmod,
-}
-
-
-def undo_entry(kind: str, args: dict[str, str]) -> None:
-    action = UNDO_ACTIONS.get(kind)
-    if action is None:
-        raise LabError(f"journal entry of unknown kind {kind!r}: cannot undo {args}")
-    action(args)
 
 
 # --------------------------------------------------------------------------- the journal

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from iolab.errors import LabError
 from iolab.lab import commands
-from iolab.lab.journal import Journal
+from iolab.monitors.base import ChangeJournal
 
 SYS_BLOCK = Path("/sys/block")
 PROC_MDSTAT = Path("/proc/mdstat")
@@ -76,7 +76,7 @@ def arrays_with_uuid(wanted: str) -> list[str]:
 
 
 def create(
-    journal: Journal,
+    journal: ChangeJournal,
     label: str,
     level: int,
     members: list[str],

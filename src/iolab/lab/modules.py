@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from iolab.errors import LabError
-from iolab.lab.journal import Journal
+from iolab.monitors.base import ChangeJournal
 
 PROC_MODULES = Path("/proc/modules")
 SYS_MODULE = Path("/sys/module")
@@ -65,7 +65,7 @@ def missing(name: str) -> str | None:
     return f"no {name} module: not loaded, not built in, and `modprobe -n {name}` finds none"
 
 
-def ensure(journal: Journal, name: str, *params: str) -> None:
+def ensure(journal: ChangeJournal, name: str, *params: str) -> None:
     """Load module `name` (with `params`) unless present; journaled first as `rmmod`."""
     if present(name):
         return

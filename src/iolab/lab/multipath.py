@@ -24,7 +24,7 @@ from pathlib import Path
 
 from iolab.errors import LabError
 from iolab.lab import commands
-from iolab.lab.journal import Journal
+from iolab.monitors.base import ChangeJournal
 
 SELECTOR_MODULES = {
     "round-robin": "dm_round_robin",
@@ -65,7 +65,7 @@ def map_uuid(name: str) -> str | None:
     return None if text is None else text.strip()
 
 
-def create(journal: Journal, name: str, devices: list[str], selector: str) -> Map:
+def create(journal: ChangeJournal, name: str, devices: list[str], selector: str) -> Map:
     """The multipath map over `devices` (journaled first)."""
     commands.require("dmsetup")
     uuid = f"IOLAB-{name}"

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import LabError
-from iolab.lab.journal import Journal
+from iolab.lab import commands
+from iolab.monitors.base import ChangeJournal
 from iolab.plan.model import NullBlkSpec
 
 CONFIGFS = Path("/sys/kernel/config")
@@ -53,18 +54,15 @@ def attributes(spec: NullBlkSpec, size_bytes: int) -> list[tuple[str, str]]:
     return out
 
 
-def ensure_configfs(journal: Journal) -> None:
+def ensure_configfs(journal: ChangeJournal) -> None:
     """Mount configfs at /sys/kernel/config when it is not mounted (journaled)."""
-    from iolab.lab import commands
-    from iolab.lab.journal import mounted_at
-
-    if NULLB.is_dir() or mounted_at(str(CONFIGFS)):
+    if NULLB.is_dir() or commands.mounted_at(str(CONFIGFS)):
         return
     journal.record("umount", path=str(CONFIGFS))
     commands.run(["mount", "-t", "configfs", "configfs", str(CONFIGFS)])
 
 
-def create(journal: Journal, label: str, spec: NullBlkSpec, size_bytes: int) -> NullDevice:
+def create(journal: ChangeJournal, label: str, spec: NullBlkSpec, size_bytes: int) -> NullDevice:
     if not NULLB.is_dir():
         raise LabError(f"{NULLB} is not there: null_blk without configfs support")
     config = NULLB / label
