@@ -22,6 +22,7 @@ import pytest
 
 from guest_fixtures import KERNEL_A, guest_image
 from iolab.guest import hosts, run
+from iolab.procs import process_alive
 
 IOLAB = [sys.executable, "-m", "iolab"]
 
@@ -209,6 +210,33 @@ def test_guest_up_reaches_the_controllers_redis_and_postgresql(
         down = iolab("guest", "down", name, timeout=120)
     assert down.returncode == 0, down.stderr
     assert not (hosts.state_root() / name).exists()
-    assert not hosts.running(pid, None)
+    assert not process_alive(pid)
     with psycopg.connect(plain) as conn:
         conn.execute(f"drop table {table}")
+
+
+def test_a_vm_spec_comes_back_from_its_json_whole(tmp_path: Path) -> None:
+    import json
+
+    from iolab.errors import LabError
+    from iolab.guest import vm
+
+    spec = vm.VmSpec(
+        kernel=tmp_path / "vmlinuz",
+        initrd=tmp_path / "initrd",
+        cmdline="root=/dev/vda rw",
+        disks=(vm.Disk(tmp_path / "root.qcow2", "qcow2"), vm.Disk(tmp_path / "s", readonly=True)),
+        out=tmp_path / "out",
+        console=tmp_path / "console",
+        pidfile=tmp_path / "qemu.pid",
+        memory_mib=512,
+        forwards=(6379, 5432),
+        reboot_exits=False,
+        extra=("-s",),
+    )
+    again = vm.VmSpec.from_json(json.loads(json.dumps(spec.to_json())))
+    assert again == spec and again.argv() == spec.argv()
+    broken = spec.to_json()
+    del broken["pidfile"]
+    with pytest.raises(LabError, match="incomplete"):
+        vm.VmSpec.from_json(broken)

@@ -30,8 +30,8 @@ import pytest
 
 from fleet_env import Fleet
 from guest_fixtures import KERNEL_A, KERNEL_B, guest_image
-from iolab.guest import hosts
 from iolab.guest.recipe import DEFAULT_KERNELS
+from iolab.procs import process_alive
 from iolab.store import leases, open_store
 
 pytestmark = [
@@ -134,7 +134,7 @@ def guest_down(env: dict[str, str], name: str) -> None:
     assert proc.returncode == 0, proc.stderr
     assert not state.exists()
     if pid is not None:
-        assert not hosts.running(pid, None)
+        assert not process_alive(pid)
 
 
 def wait_for(check: Callable[[], object], seconds: float, what: str) -> None:

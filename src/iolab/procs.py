@@ -8,23 +8,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def process_start(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot, None when it does not exist."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (field 3 on), None when gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[19])
+    return stat[stat.rindex(")") + 2 :].split()
 
 
-def process_alive(pid: int, start: int | None) -> bool:
-    """True when `pid` runs and is the same process (same start time) that wrote a journal."""
-    now = process_start(pid)
-    if now is None:
+def process_start(pid: int) -> int | None:
+    """Start time of a process in clock ticks since boot, None when it does not exist."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[19])
+
+
+def process_alive(pid: int, start: int | None = None) -> bool:
+    """True when `pid` runs and, if `start` is given, is the same process (same start time)
+    that wrote a journal, holds a setting, owns a run or a guest.  A zombie counts as gone:
+    it has exited and will never undo, release or answer anything; only its parent's `wait`
+    is missing."""
+    fields = _stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return False
-    return start is None or now == start
+    return start is None or int(fields[19]) == start
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from iolab.errors import LabError
+from iolab.guest.vm import Disk
 
 SOURCE_LABEL = "IOLABSRC"
 COMMAND_LABEL = "IOLABCMD"
@@ -81,3 +82,13 @@ def overlay(base: Path, img: Path) -> Path:
         "qemu-img create",
     )
     return img
+
+
+def guest_disks(root: Path, directory: Path, files: dict[str, bytes]) -> tuple[Disk, ...]:
+    """The three disks every guest boots with, made in `directory`: a qcow2 overlay over the
+    cached root (vda), iolab's source read-only (vdb), the command files read-only (vdc)."""
+    return (
+        Disk(overlay(root, directory / "root.qcow2"), "qcow2"),
+        Disk(source_disk(directory / "src.img"), readonly=True),
+        Disk(command_disk(directory / "cmd.img", files), readonly=True),
+    )

@@ -28,7 +28,7 @@ from iolab.errors import IolabError, LabError
 from iolab.guest import disks, vm
 from iolab.guest.image import Image
 from iolab.guest.run import BOOT_MARK, parse_boots
-from iolab.procs import process_start
+from iolab.procs import process_alive, process_start
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -183,11 +183,7 @@ def up(
             kernel=vmlinuz,
             initrd=initrd,
             cmdline=f"root=/dev/vda rw console=ttyS0 panic=5 iolab.mode=service iolab.host={name}",
-            disks=(
-                vm.Disk(disks.overlay(image.root, path / "root.qcow2"), "qcow2"),
-                vm.Disk(disks.source_disk(path / "src.img"), readonly=True),
-                vm.Disk(disks.command_disk(path / "cmd.img", payload), readonly=True),
-            ),
+            disks=disks.guest_disks(image.root, path, payload),
             out=path / "service.log",
             console=path / "console.log",
             pidfile=path / "qemu.pid",
@@ -197,7 +193,7 @@ def up(
         )
         proc = vm.start(spec, path / "qemu.log", detached=True)
         state = {
-            "spec": _spec_json(spec),
+            "spec": spec.to_json(),
             "name": name,
             "class": host_class,
             "pid": proc.pid,
@@ -215,17 +211,6 @@ def up(
     return _wait_booted(name, proc.pid, wait_s)
 
 
-def _spec_json(spec: vm.VmSpec) -> dict[str, object]:
-    return {
-        "kernel": str(spec.kernel),
-        "initrd": str(spec.initrd),
-        "cmdline": spec.cmdline,
-        "disks": [[str(d.path), d.format, d.readonly] for d in spec.disks],
-        "memory_mib": spec.memory_mib,
-        "forwards": list(spec.forwards),
-    }
-
-
 def power_cycle(name: str) -> GuestHost:
     """Pull the plug and switch it on again: QEMU killed (a power cut: nothing in the guest
     is told), then started anew on the same overlay, which boots its first kernel as a
@@ -237,19 +222,7 @@ def power_cycle(name: str) -> GuestHost:
     except (OSError, ValueError):
         raise IolabError(f"no guest named {name}") from None
     _kill(int(state["pid"]))
-    raw = state["spec"]
-    spec = vm.VmSpec(
-        kernel=Path(raw["kernel"]),
-        initrd=Path(raw["initrd"]),
-        cmdline=str(raw["cmdline"]),
-        disks=tuple(vm.Disk(Path(p), f, bool(ro)) for p, f, ro in raw["disks"]),
-        out=path / "service.log",
-        console=path / "console.log",
-        pidfile=path / "qemu.pid",
-        memory_mib=int(raw["memory_mib"]),
-        forwards=tuple(int(p) for p in raw["forwards"]),
-        reboot_exits=False,
-    )
+    spec = vm.VmSpec.from_json(state["spec"])
     proc = vm.start(spec, path / "qemu.log", detached=True)
     state.update(pid=proc.pid, start=process_start(proc.pid))
     state["power_cycles"] = int(state.get("power_cycles", 0)) + 1
@@ -267,7 +240,7 @@ def _kill(pid: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, sig)
         for _ in range(50):
-            if not running(pid, None):
+            if not process_alive(pid):
                 return
             time.sleep(0.1)
 
@@ -305,7 +278,7 @@ def _read(path: Path) -> GuestHost | None:
     except (OSError, ValueError):
         return None
     pid = int(state["pid"])
-    alive = running(pid, state.get("start"))
+    alive = process_alive(pid, state.get("start"))
     out = path / "service.log"
     text = out.read_text(errors="replace") if out.exists() else ""
     boots = parse_boots(text, str(state["nonce"]))
@@ -344,16 +317,3 @@ def down(name: str) -> bool:
         _kill(host.pid)  # QEMU leads its own session: its socat helpers go with it
     shutil.rmtree(path)
     return True
-
-
-def running(pid: int, start: int | None) -> bool:
-    """`pid` runs (not a zombie waiting to be reaped) and, if `start` is given, is the
-    process that started then."""
-    now = process_start(pid)
-    if now is None or (start is not None and now != start):
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return not stat[stat.rindex(")") + 2 :].startswith("Z")

@@ -24,6 +24,7 @@ from pathlib import Path
 from iolab.errors import LabError
 from iolab.guest import disks, vm
 from iolab.guest.image import Image
+from iolab.procs import process_alive, process_start
 
 DEFAULT_TIMEOUT_S = 300.0
 BOOT_MARK = "IOLAB-BOOT"  # + "-<nonce> <release> <boot id>": the first line of each boot
@@ -87,21 +88,15 @@ WORK_PARENT = Path("/var/tmp")
 WORK_PREFIX = "iolab-guest-run-"
 
 
-def _alive(pid: int) -> bool:
+def _process_in(path: Path) -> tuple[int, int | None] | None:
+    """(pid, start time) from a file holding `pid [start]`, None when there is none."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _pid_in(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
+        fields = [int(f) for f in path.read_text().split()]
     except (OSError, ValueError):
         return None
+    if not fields:
+        return None
+    return fields[0], (fields[1] if len(fields) > 1 else None)
 
 
 def sweep_stale(parent: Path) -> list[Path]:
@@ -111,11 +106,11 @@ def sweep_stale(parent: Path) -> list[Path]:
     names no owner (being made, or not ours to judge)."""
     removed = []
     for work in parent.glob(f"{WORK_PREFIX}*"):
-        owner = _pid_in(work / "owner")
-        if owner is None or _alive(owner):
+        owner = _process_in(work / "owner")
+        if owner is None or process_alive(*owner):
             continue
-        qemu = _pid_in(work / "qemu.pid")
-        if qemu is not None and _alive(qemu):
+        qemu = _process_in(work / "qemu.pid")
+        if qemu is not None and process_alive(*qemu):
             continue
         shutil.rmtree(work, ignore_errors=True)
         removed.append(work)
@@ -138,7 +133,7 @@ def run_script(
     nonce = secrets.token_hex(6)
     sweep_stale(WORK_PARENT)
     work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=WORK_PARENT))
-    (work / "owner").write_text(f"{os.getpid()}\n")
+    (work / "owner").write_text(f"{os.getpid()} {process_start(os.getpid())}\n")
     proc: subprocess.Popen[bytes] | None = None
     started = time.monotonic()
     try:
@@ -152,11 +147,7 @@ def run_script(
             kernel=vmlinuz,
             initrd=initrd,
             cmdline=cmdline("run", append),
-            disks=(
-                vm.Disk(disks.overlay(image.root, work / "root.qcow2"), "qcow2"),
-                vm.Disk(disks.source_disk(work / "src.img"), readonly=True),
-                vm.Disk(disks.command_disk(work / "cmd.img", payload), readonly=True),
-            ),
+            disks=disks.guest_disks(image.root, work, payload),
             out=work / "out",
             console=work / "console",
             pidfile=work / "qemu.pid",

@@ -17,6 +17,7 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from iolab.errors import LabError
 
@@ -46,6 +47,43 @@ class VmSpec:
     forwards: tuple[int, ...] = ()  # loopback ports the guest reaches at GUEST_GATEWAY:PORT
     reboot_exits: bool = True  # a reboot (or a panic) ends QEMU
     extra: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything needed to start the same QEMU again (`guest up` keeps it in the guest's
+        state, `power_cycle` starts from it)."""
+        return {
+            "kernel": str(self.kernel),
+            "initrd": str(self.initrd),
+            "cmdline": self.cmdline,
+            "disks": [[str(d.path), d.format, d.readonly] for d in self.disks],
+            "out": str(self.out),
+            "console": str(self.console),
+            "pidfile": str(self.pidfile),
+            "memory_mib": self.memory_mib,
+            "forwards": list(self.forwards),
+            "reboot_exits": self.reboot_exits,
+            "extra": list(self.extra),
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> VmSpec:
+        """The spec `to_json` wrote; a LabError when a field is missing or malformed."""
+        try:
+            return cls(
+                kernel=Path(raw["kernel"]),
+                initrd=Path(raw["initrd"]),
+                cmdline=str(raw["cmdline"]),
+                disks=tuple(Disk(Path(p), str(f), bool(ro)) for p, f, ro in raw["disks"]),
+                out=Path(raw["out"]),
+                console=Path(raw["console"]),
+                pidfile=Path(raw["pidfile"]),
+                memory_mib=int(raw["memory_mib"]),
+                forwards=tuple(int(p) for p in raw["forwards"]),
+                reboot_exits=bool(raw["reboot_exits"]),
+                extra=tuple(str(a) for a in raw.get("extra", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LabError(f"guest: a stored QEMU spec is incomplete ({exc})") from None
 
     def argv(self) -> list[str]:
         accel = os.environ.get("IOLAB_GUEST_ACCEL", "tcg")
