@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iolab.lab import journal as jr
-from iolab.lab.runner import block_order
+from iolab.lab.runner import shuffled_block_order
 
 
 def test_undo_runs_newest_first_and_removes_the_file(tmp_path: Path) -> None:
@@ -105,11 +105,14 @@ def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
 
 
 def test_block_orders_repeat_for_the_same_seed_and_differ_between_blocks() -> None:
-    orders = [block_order(42, block, 6) for block in range(1, 21)]
-    assert orders == [block_order(42, block, 6) for block in range(1, 21)]
+    orders = [shuffled_block_order(42, block, 6) for block in range(1, 21)]
+    assert orders == [shuffled_block_order(42, block, 6) for block in range(1, 21)]
     assert all(sorted(order) == list(range(6)) for order in orders)
     assert len({tuple(order) for order in orders}) > 10
-    assert block_order(43, 1, 6) != block_order(42, 1, 6) or block_order(43, 2, 6) != orders[1]
+    assert (
+        shuffled_block_order(43, 1, 6) != shuffled_block_order(42, 1, 6)
+        or shuffled_block_order(43, 2, 6) != orders[1]
+    )
 
 
 def test_ext_mkfs_writes_inode_tables_up_front_unless_the_plan_says_otherwise() -> None:
@@ -122,3 +125,80 @@ def test_ext_mkfs_writes_inode_tables_up_front_unless_the_plan_says_otherwise() 
     explicit = ["-E", "lazy_itable_init=1"]
     assert effective_mkfs_options("ext4", explicit) == explicit
     assert effective_mkfs_options("xfs", ["-b", "size=4096"]) == ["-b", "size=4096"]
+
+
+def _imported(module: Path) -> set[str]:
+    """Every iolab module `module` imports, at the top or inside a function."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("iolab"):
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names if alias.name.startswith("iolab"))
+    return names
+
+
+def test_the_journal_names_no_device_module_and_the_lab_has_no_import_circle() -> None:
+    import iolab.lab
+
+    lab = Path(iolab.lab.__file__).parent
+    graph = {f"iolab.lab.{p.stem}": _imported(p) for p in lab.glob("*.py") if p.stem != "__init__"}
+    devices = {"iolab.lab.md", "iolab.lab.multipath", "iolab.lab.nullblk", "iolab.lab.modules"}
+    assert not graph["iolab.lab.journal"] & devices
+    # the undo table knows the device modules; they only know the ChangeJournal protocol
+    assert devices <= graph["iolab.lab.undo"]
+    for device in devices:
+        assert not graph[device] & {"iolab.lab.journal", "iolab.lab.undo"}, device
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for name in graph.get(todo.pop(), set()) & graph.keys():
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return seen
+
+    circles = sorted(name for name in graph if name in reach(name))
+    assert circles == []
+
+
+def test_every_undo_action_a_device_module_records_is_in_the_table() -> None:
+    import re
+
+    import iolab.lab
+    from iolab.lab.undo import UNDO_ACTIONS
+
+    lab = Path(iolab.lab.__file__).parent
+    recorded = {
+        kind
+        for p in lab.glob("*.py")
+        for kind in re.findall(r"journal\.record\(\s*\"(\w+)\"", p.read_text())
+    }
+    assert recorded and recorded <= UNDO_ACTIONS.keys()
+    with pytest.raises(ValueError, match="unknown undo action"):
+        jr.Journal(Path("/nonexistent")).record("reboot", host="x")
+
+
+def test_a_zombie_is_not_alive_and_a_reused_pid_is_not_its_owner() -> None:
+    from iolab.procs import process_alive, process_start
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = process_start(child.pid)
+    assert start is not None
+    for _ in range(200):  # exited, not yet reaped: a zombie
+        if not process_alive(child.pid, start):
+            break
+        import time
+
+        time.sleep(0.05)
+    assert not process_alive(child.pid, start)
+    assert process_start(child.pid) == start  # still in /proc, waiting for its parent
+    child.wait()
+    me = os.getpid()
+    assert process_alive(me) and process_alive(me, process_start(me))
+    assert not process_alive(me, (process_start(me) or 0) + 1)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from iolab.errors import LabError
 from iolab.kernels import boot, switch
-from iolab.kernels.order import block_order
+from iolab.kernels.order import paired_block_order
 from iolab.lab.runner import LabSession, SampleFailed, case_key
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
@@ -77,7 +77,7 @@ def run(worker: Worker, job: Job, attempt_id: int, plan: Plan, chosen: Sequence[
     what became of it."""
     config, store = worker.config, worker.store
     cases = list(chosen) or list(plan.cases)
-    order = block_order(job.seed, job.block, len(cases))
+    order = paired_block_order(job.seed, job.block, len(cases))
     done = store.done_keys(job.run_id)
     judged = switch.verdict(config.hooks, settle=False)
     session: LabSession | None = None

@@ -33,10 +33,11 @@ def paired_orders(n_cases: int, blocks: int, seed: int) -> list[list[int]]:
     return orders
 
 
-def block_order(seed: int, block: int, n_cases: int) -> list[int]:
+def paired_block_order(seed: int, block: int, n_cases: int) -> list[int]:
     """Block `block`'s order (1-based blocks): blocks 2k-1 and 2k are a pair, the second the
     reverse of the first — a function of seed and block only, so any host (and a redo of the
-    block) sees the same order."""
+    block) sees the same order.  Unlike `lab.runner.shuffled_block_order`, blocks are not
+    independent: the pairing is what balances carry-over between kernels."""
     pair = (block - 1) // 2
     first = list(range(n_cases))
     random.Random(f"{seed}:kernel-pair:{pair}").shuffle(first)

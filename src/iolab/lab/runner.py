@@ -75,8 +75,10 @@ def interrupts_raise() -> Iterator[None]:
             signal.signal(sig, previous)
 
 
-def block_order(seed: int, block: int, n_cases: int) -> list[int]:
-    """Case indexes of one block in its random order (a function of seed and block only)."""
+def shuffled_block_order(seed: int, block: int, n_cases: int) -> list[int]:
+    """Case indexes of one block in its own random order, independent of every other block
+    (a function of seed and block only).  Kernel variants use `kernels.order.paired_block_order`
+    instead, where a block is the reverse of its partner so that boots balance."""
     order = list(range(n_cases))
     random.Random(f"{seed}:{block}").shuffle(order)
     return order
@@ -237,7 +239,9 @@ class LabSession:
         skipping (case_key, block) pairs in `done`; each sample is stored when it ends."""
         chosen = list(cases) or list(self.plan.cases)
         out = []
-        for position, index in enumerate(block_order(self.seed, block, len(chosen)), start=1):
+        for position, index in enumerate(
+            shuffled_block_order(self.seed, block, len(chosen)), start=1
+        ):
             case = chosen[index]
             if done and (case_key(case), block) in done:
                 continue
