@@ -305,7 +305,7 @@ def test_ab_one_variant(db: Path, one_variant: Path) -> None:
         (["--alpha", "0"], "--alpha 0"),
         (["--margin", "-1"], "--margin -1"),
         (["--max-time", "soon"], "--max-time 'soon'"),
-        (["--max-time", "0"], "must be positive"),
+        (["--max-time", "0"], "must be longer than 0s"),
     ],
 )
 def test_ab_bad_options(db: Path, one_variant: Path, args: list[str], reason: str) -> None:

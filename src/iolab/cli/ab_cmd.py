@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 import click
 from rich.console import Console
 
 from iolab.cli.options import (
+    DURATION,
     check_fleet_store,
     check_levels,
     check_plan_or_resume,
@@ -18,11 +20,12 @@ from iolab.cli.options import (
     fleet_options,
     fleet_source,
     margin_option,
-    parse_duration,
+    output_option_saying,
     parse_tags,
     profile_of,
     refuse_with_resume,
     store_location,
+    to_output,
 )
 from iolab.cli.progress import AbReporter
 from iolab.cli.render import FORMAT_NAMES, emit
@@ -77,7 +80,8 @@ _RUN_OPTIONS = {
 )
 @click.option(
     "--max-time",
-    "max_time",
+    "max_time_s",
+    type=DURATION,
     default=None,
     metavar="DURATION",
     help="Stop starting blocks after this long, e.g. 10m (default: no limit).",
@@ -90,19 +94,14 @@ _RUN_OPTIONS = {
 @click.option(
     "--format",
     "format_name",
-    type=click.Choice(FORMAT_NAMES),
+    type=click.Choice([*FORMAT_NAMES, "html"]),
     default="table",
     show_default=True,
-    help="Format of the final report.",
+    help="Format of the final report; html: every sample plotted, the confidence sequence.",
 )
+@output_option_saying("Write the final report to FILE instead of standard output.")
 @click.option("--all", "show_all", is_flag=True, help="Every secondary metric in the report.")
-@click.option(
-    "--html",
-    "html_path",
-    default=None,
-    metavar="FILE",
-    help="Also write the HTML report (every sample plotted, the confidence sequence) to FILE.",
-)
+@click.option("--html", "html_path", default=None, metavar="FILE", hidden=True)
 @ci_option
 @fleet_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
@@ -116,11 +115,12 @@ def command(
     margin: float,
     alpha: float,
     max_blocks: int | None,
-    max_time: str | None,
+    max_time_s: float | None,
     label: str | None,
     tags: tuple[str, ...],
     destroy_data: bool,
     format_name: str,
+    output: str | None,
     show_all: bool,
     html_path: str | None,
     ci: bool,
@@ -130,7 +130,14 @@ def command(
     quiet: bool,
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
-    improvement, or no change within ±margin) or the budget is spent; then the report."""
+    improvement, or no change within ±margin) or the budget is spent; then the report.
+    (--html FILE, an older spelling, writes the HTML report to FILE besides.)
+
+    \b
+    Examples:
+      iolab ab examples/ext4-iversion.yaml --quick --max-time 10m
+      iolab ab --resume 12 --max-blocks 400 --format html -o ab12.html
+    """
     from iolab import ab  # numpy and SQLAlchemy: not for --help
 
     # Everything the command line alone can get wrong fails before the store is opened.
@@ -138,7 +145,6 @@ def command(
     refuse_with_resume(ctx, resume, _RUN_OPTIONS, "run")
     check_levels(alpha, margin)
     profile = profile_of(quick, profile)
-    max_time_s = parse_duration(max_time) if max_time is not None else None
     tag_map = parse_tags(tags)
     checked = None
     if plan_path is not None:
@@ -180,7 +186,8 @@ def command(
             console.print(
                 f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
                 f"{len(setup.items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
-                f"{setup.settings.max_blocks} blocks{f' or {max_time}' if max_time else ''}, "
+                f"{setup.settings.max_blocks} blocks"
+                f"{f' or {max_time_s:g}s' if max_time_s else ''}, "
                 f"seed {setup.run.seed}",
                 highlight=False,
             )
@@ -192,8 +199,10 @@ def command(
     if result.report is None:
         click.echo(f"iolab: ab run {run_id} interrupted before a block ended", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    settings = setup.settings
     if result.interrupted:
-        emit(result.report, format_name, show_all, False)
+        with to_output(output):
+            _final(ctx, result, format_name, show_all, settings.alpha, settings.margin_pct)
         click.echo(
             f"iolab: ab run {run_id} interrupted, machine restored; "
             f"`iolab ab --resume {run_id}` continues it",
@@ -201,8 +210,13 @@ def command(
         )
         sys.exit(EXIT_INTERRUPTED)
     if html_path is not None:
-        _write_html(ctx, run_id, setup.settings.alpha, setup.settings.margin_pct, html_path)
-    emit(result.report, format_name, show_all, False)
+        from iolab.publish.files import write_atomically
+
+        write_atomically(html_path, _html(ctx, run_id, settings.alpha, settings.margin_pct))
+    with to_output(output):
+        _final(ctx, result, format_name, show_all, settings.alpha, settings.margin_pct)
+    if format_name == "html" and output not in (None, "-"):
+        html_path = output
     if format_name == "brief":
         states = [s for group in result.states.values() for s in group]
         blocks = max((s.n_blocks for s in states), default=0)
@@ -215,12 +229,23 @@ def command(
         sys.exit(code)
 
 
-def _write_html(ctx: click.Context, run_id: int, alpha: float, margin: float, path: str) -> None:
-    """`iolab report RUN --html PATH` of the run just finished (its sequential verdicts)."""
+def _final(
+    ctx: click.Context, result: Any, format_name: str, show_all: bool, alpha: float, margin: float
+) -> None:
+    """The final report on standard output, in `format_name`."""
+    if format_name == "html":
+        click.echo(_html(ctx, result.run_id, alpha, margin, show_all), nl=False)
+    else:
+        emit(result.report, format_name, show_all, False)
+
+
+def _html(
+    ctx: click.Context, run_id: int, alpha: float, margin: float, show_all: bool = False
+) -> str:
+    """`iolab report RUN` of the run just finished (its sequential verdicts)."""
     from iolab.analysis.build import Options
     from iolab.analysis.select import parse_selector
     from iolab.publish import gather
-    from iolab.publish.files import write_atomically
     from iolab.report import html
     from iolab.store import open_reader
 
@@ -233,7 +258,7 @@ def _write_html(ctx: click.Context, run_id: int, alpha: float, margin: float, pa
             Options(alpha, margin),
             sequential=True,
         )
-    write_atomically(path, html.render(page))
+    return html.render(page, show_all=show_all)
 
 
 def _program() -> str:

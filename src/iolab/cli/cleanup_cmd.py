@@ -14,7 +14,13 @@ def command(dry_run: bool) -> None:
     """Undo the changes (mounts, loop devices, images, md arrays, dm maps, null_blk devices,
     sysctls, queue settings, trace instances) of iolab processes that died without restoring
     the machine (kill -9, crash); only what their journals say iolab made.
-    Journals of processes still running are left alone."""
+    Journals of processes still running are left alone.
+
+    \b
+    Examples:
+      sudo iolab cleanup --dry-run
+      sudo iolab cleanup
+    """
     found = leftovers()
     dead = [left for left in found if not left.owner_alive]
     alive = len(found) - len(dead)

@@ -15,8 +15,10 @@ from iolab.cli.options import (
     ci_option,
     margin_option,
     metric_option,
+    output_option,
     store_location,
     table_alpha_option,
+    to_output,
 )
 from iolab.cli.render import FORMAT_NAMES, emit
 from iolab.errors import IolabError, StoreError
@@ -52,6 +54,7 @@ from iolab.store import open_reader
     show_default=True,
     help="html: one self-contained page with the samples plotted (as `iolab report`).",
 )
+@output_option
 @click.option(
     "--correction",
     type=click.Choice(["holm", "bh"]),
@@ -87,9 +90,16 @@ def command(
     show_all: bool,
     ci: bool,
     record: bool,
+    output: str | None,
 ) -> None:
     """Compare B against A (selectors: run:ID, ID:VARIANT, label:NAME, tag:K=V, K=V; see
-    docs/compare.md).  With only A naming a run: each variant against the baseline."""
+    docs/compare.md).  With only A naming a run: each variant against the baseline.
+
+    \b
+    Examples:
+      iolab compare label:v6.1 label:v6.2 --ci
+      iolab compare 12 --by fs --format html -o fs.html
+    """
     from iolab.analysis.build import Options, by_report, pair_report  # numpy: not for --help
 
     check_levels(alpha, margin)
@@ -113,20 +123,31 @@ def command(
                 page = gather.by_html(store, sel_a, by or "variant", baseline, options)
             else:
                 page = gather.pair_html(store, sel_a, sel_b, options)
+        check_ci_judges(page.report, ci, metrics)
         if record:
             _record(ctx, page.report, a, b)
-        click.echo(html.render(page, show_all=show_all), nl=False)
-        if ci and (code := ci_exit_code(page.report)):
-            sys.exit(code)
+        with to_output(output):
+            click.echo(html.render(page, show_all=show_all), nl=False)
+            if ci and (code := ci_exit_code(page.report)):
+                sys.exit(code)
         return
     with open_reader(location) as store:
         if sel_b is None:
             report = by_report(store, sel_a, by or "variant", baseline, options)
         else:
             report = pair_report(store, sel_a, sel_b, options)
+    check_ci_judges(report, ci, metrics)
     if record:
         _record(ctx, report, a, b)
-    emit(report, format_name, show_all, ci)
+    with to_output(output):
+        emit(report, format_name, show_all, ci)
+
+
+def check_ci_judges(report: Report, ci: bool, metrics: tuple[str, ...]) -> None:
+    """`--ci` with a `--metric` that leaves no KPI has nothing to judge: a usage error (exit
+    2), not an inconclusive verdict (11)."""
+    if ci and metrics and not report.kpis():
+        raise IolabError(f"--ci judges KPIs, and --metric {' '.join(metrics)} matches none of them")
 
 
 def _record(ctx: click.Context, report: Report, a: str, b: str | None) -> None:

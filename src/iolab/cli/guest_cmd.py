@@ -8,21 +8,13 @@ from pathlib import Path
 
 import click
 
+from iolab.cli.options import COMMA_LIST, DURATION, store_location
 from iolab.errors import IolabError
 from iolab.textsafe import shown
 
 
 def _log(line: str) -> None:
     click.echo(line, err=True)
-
-
-def _kernels(text: str | None) -> tuple[str, ...]:
-    if not text:
-        return ()
-    kernels = tuple(k.strip() for k in text.split(",") if k.strip())
-    if not kernels:
-        raise IolabError("--kernels: name at least one kernel release")
-    return kernels
 
 
 def _files(paths: tuple[str, ...]) -> dict[str, bytes]:
@@ -38,16 +30,34 @@ def _files(paths: tuple[str, ...]) -> dict[str, bytes]:
 
 @click.group("guest")
 def command() -> None:
-    """QEMU guests booting real Debian kernels: build the image, run a script, fleet hosts."""
+    """QEMU guests booting real Debian kernels: build the image, run a script, fleet hosts.
+
+    \b
+    Examples:
+      sudo iolab guest build
+      sudo iolab guest run --timeout 10m check.sh
+    """
 
 
 @command.command("build")
-@click.option("--kernels", default=None, metavar="R1,R2", help="Kernel releases (default: 3).")
-def build(kernels: str | None) -> None:
-    """Build the guest image if this machine has none cached; print where it is."""
+@click.option(
+    "--kernels",
+    type=COMMA_LIST,
+    default=None,
+    metavar="R1,R2,…",
+    help="Kernel releases, comma-separated (default: 3).",
+)
+def build(kernels: tuple[str, ...] | None) -> None:
+    """Build the guest image if this machine has none cached; print where it is.
+
+    \b
+    Examples:
+      sudo iolab guest build
+      sudo iolab guest build --kernels 6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64
+    """
     from iolab.guest import image, recipe
 
-    chosen = _kernels(kernels)
+    chosen = kernels or ()
     img = image.ensure(recipe.recipe_for(chosen) if chosen else recipe.default_recipe(), _log)
     info = img.build_info()
     click.echo(f"{img.path}  (built in {info['seconds']} s; {', '.join(img.recipe.kernels)})")
@@ -56,14 +66,28 @@ def build(kernels: str | None) -> None:
 @command.command("run")
 @click.option("--kernel", "kernel", default=None, metavar="RELEASE", help="Kernel to boot.")
 @click.option("--file", "files", multiple=True, metavar="FILE", help="Beside the script.")
-@click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Seconds.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=DURATION,
+    default="10m",
+    show_default=True,
+    metavar="DURATION",
+    help="Give up (and stop the guest) after this long.",
+)
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
 @click.argument("script", type=click.Path(dir_okay=False, allow_dash=True))
 def run(
     kernel: str | None, files: tuple[str, ...], timeout_s: float, memory_mib: int, script: str
 ) -> None:
     """Boot a throw-away guest, run SCRIPT (bash) in it as root, print its output and exit
-    with its status.  --file FILEs are in /run/iolab-cmd beside it."""
+    with its status.  --file FILEs are in /run/iolab-cmd beside it.
+
+    \b
+    Examples:
+      sudo iolab guest run check.sh
+      sudo iolab guest run --kernel 6.1.0-50-cloud-amd64 --file plan.yaml --timeout 30m job.sh
+    """
     from iolab.guest import image, recipe
     from iolab.guest import run as guest_run
 
@@ -81,9 +105,21 @@ def run(
 
 @command.command("up")
 @click.argument("name")
-@click.option("--kernels", required=True, metavar="R1,R2", help="Its kernels; it boots R1.")
+@click.option(
+    "--kernels",
+    type=COMMA_LIST,
+    required=True,
+    metavar="R1,R2,…",
+    help="Its kernels, comma-separated; it boots R1.",
+)
 @click.option("--broker", required=True, metavar="URL", help="The controller's Redis URL.")
-@click.option("--db", "db", required=True, metavar="URL", help="The controller's PostgreSQL.")
+@click.option(
+    "--db",
+    "db",
+    default=None,
+    metavar="URL",
+    help="The controller's PostgreSQL (default: the store `iolab --db` or $IOLAB_DB names).",
+)
 @click.option("--class", "host_class", default="default", show_default=True, help="Its class.")
 @click.option(
     "--service-command",
@@ -93,7 +129,15 @@ def run(
 )
 @click.option("--file", "files", multiple=True, metavar="FILE", help="In /run/iolab-cmd.")
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
-@click.option("--wait", "wait_s", default=300.0, show_default=True, help="Seconds to boot.")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=DURATION,
+    default="5m",
+    show_default=True,
+    metavar="DURATION",
+    help="How long it may take to boot.",
+)
 @click.option(
     "--hooks",
     "hooks_file",
@@ -101,11 +145,13 @@ def run(
     metavar="FILE",
     help="A TOML file whose [hooks] go into the guest's host config (docs/kernels.md).",
 )
+@click.pass_context
 def up(
+    ctx: click.Context,
     name: str,
-    kernels: str,
+    kernels: tuple[str, ...],
     broker: str,
-    db: str,
+    db: str | None,
     host_class: str,
     service_command: str | None,
     files: tuple[str, ...],
@@ -113,11 +159,22 @@ def up(
     wait_s: float,
     hooks_file: str | None,
 ) -> None:
-    """Start guest NAME as a fleet host on this machine (the image built if missing)."""
+    """Start guest NAME as a fleet host on this machine (the image built if missing).
+
+    \b
+    Examples:
+      sudo iolab guest up g1 --kernels 6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64 \\
+          --broker redis://127.0.0.1:6379/0 --db postgresql+psycopg://lab@127.0.0.1/iolab
+    """
     from iolab.guest import hosts, image, recipe
 
     hosts.check_name(name)
-    chosen = _kernels(kernels)
+    chosen = kernels
+    if db is None:
+        location = store_location(ctx)
+        if not (location.is_url and location.text):
+            raise IolabError("guest up needs the controller's store: --db postgresql+psycopg://…")
+        db = location.text
     img = image.ensure(recipe.recipe_for(chosen), _log)
     host = hosts.up(
         name,
@@ -148,7 +205,12 @@ def _hooks(path: str | None) -> dict[str, list[str]] | None:
 @command.command("power-cycle")
 @click.argument("name")
 def power_cycle(name: str) -> None:
-    """Cut guest NAME's power and switch it on again (its power_cycle hook)."""
+    """Cut guest NAME's power and switch it on again (its power_cycle hook).
+
+    \b
+    Example:
+      sudo iolab guest power-cycle g1
+    """
     from iolab.guest import hosts
 
     host = hosts.power_cycle(name)
@@ -158,7 +220,12 @@ def power_cycle(name: str) -> None:
 @command.command("down")
 @click.argument("name")
 def down(name: str) -> None:
-    """Stop guest NAME and remove everything it made."""
+    """Stop guest NAME and remove everything it made.
+
+    \b
+    Example:
+      sudo iolab guest down g1
+    """
     from iolab.guest import hosts
 
     if not hosts.down(name):
@@ -168,7 +235,12 @@ def down(name: str) -> None:
 
 @command.command("list")
 def list_() -> None:
-    """The guests started by `iolab guest up`."""
+    """The guests started by `iolab guest up`.
+
+    \b
+    Example:
+      iolab guest list
+    """
     from iolab.guest import hosts
 
     found = hosts.listing()

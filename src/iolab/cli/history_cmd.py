@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from iolab.cli.options import store_location, text_format_option
+from iolab.cli.options import output_option, store_location, text_format_option, to_output
 from iolab.errors import StoreError
 from iolab.report.history import render_history
 from iolab.store import open_store
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     help="Order points by the result's own time, or by a tag, version-sorted.",
 )
 @text_format_option
+@output_option
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -47,15 +48,23 @@ def command(
     by: tuple[str, ...],
     order: str,
     format_name: str,
+    output: str | None,
 ) -> None:
     """One series per metric and case, change points, and registry entries for KPI
-    regressions."""
+    regressions.
+
+    \b
+    Examples:
+      iolab history label:nightly
+      iolab history tag:suite=fs --order tag:kernel --format markdown -o history.md
+    """
     from iolab.history.service import history  # numpy and SQLAlchemy: not for --help
 
     store, record = _opened(ctx)
     with store:
         result = history(store, selector, metrics, by, order, record=record)
-    click.echo(render_history(result, format_name), nl=False)
+    with to_output(output):
+        click.echo(render_history(result, format_name), nl=False)
 
 
 def _opened(ctx: click.Context) -> tuple[Store, bool]:

@@ -22,7 +22,13 @@ from iolab.textsafe import shown
 def command(
     ctx: click.Context, files: tuple[str, ...], label: str | None, tags: tuple[str, ...]
 ) -> None:
-    """Store the fio / xfs_io / dd results in FILEs under a label (`-` is standard input)."""
+    """Store the fio / xfs_io / dd results in FILEs under a label (`-` is standard input).
+
+    \b
+    Examples:
+      iolab import --label v6.1 results/*.json
+      iolab import --label v6.2 --tag kernel=6.2 --tag host=box1 out.txt
+    """
     if label is None or not label.strip():
         raise IolabError("import needs --label NAME")
     label = label.strip()

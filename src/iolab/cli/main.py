@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from iolab import __version__
-from iolab.cli.options import CliContext
+from iolab.cli.options import DB_HELP, CliContext, add_db_option
 from iolab.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, IolabError
 from iolab.store.location import StoreLocation
 from iolab.textsafe import shown
@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": ("import_cmd", "Store the fio / xfs_io / dd results in FILEs under a label..."),
     "results": ("results_cmd", "List stored runs, or the samples of one run."),
+    "plan": ("plan_cmd", "Look at a plan before running it: `iolab plan check PLAN`."),
     "run": ("run_cmd", "Run PLAN in the lab: its cases in randomized complete blocks,..."),
     "cleanup": ("cleanup_cmd", "Undo the changes (mounts, loop devices, images, md arrays, dm..."),
     "compare": ("compare_cmd", "Compare B against A (selectors: run:ID, ID:VARIANT,..."),
@@ -59,7 +60,7 @@ class IolabGroup(click.Group):
             return None
         module = importlib.import_module(f"iolab.cli.{entry[0]}")
         command: click.Command = module.command
-        return command
+        return add_db_option(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
@@ -89,8 +90,7 @@ class IolabGroup(click.Group):
     "--db",
     default=None,
     metavar="PATH|URL",
-    help="Results store: a SQLite file path or a SQLAlchemy URL "
-    "(default: $IOLAB_DB, else ~/.local/share/iolab/iolab.db).",
+    help=DB_HELP,
 )
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:

@@ -1,9 +1,17 @@
-"""Options shared by several commands: one definition, one help text, one validation."""
+"""Options shared by several commands: one definition, one help text, one validation.
+
+The command line's conventions (docs/cli.md) are built here, so that a command follows them
+by using these builders: `format_option`, `output_option` with `to_output`, `DURATION`,
+`COMMA_LIST` and the global `--db` after a subcommand (`add_db_option`).  A command line
+that cannot mean anything raises IolabError: one line, exit 2, like any bad input.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +19,7 @@ import click
 from click.core import ParameterSource
 
 from iolab.errors import IolabError
+from iolab.publish.files import write_atomically
 from iolab.store.location import StoreLocation
 
 
@@ -19,6 +28,38 @@ class CliContext:
     """What the `iolab` group hands its commands (click's `ctx.obj`)."""
 
     store: StoreLocation = field(default_factory=StoreLocation.given)
+
+
+DB_HELP = (
+    "Results store: a SQLite file path or a SQLAlchemy URL "
+    "(default: $IOLAB_DB, else ~/.local/share/iolab/iolab.db)."
+)
+
+
+def _set_db(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.obj = CliContext(store=StoreLocation.given(value))
+
+
+def add_db_option(command: click.Command) -> click.Command:
+    """Let `iolab CMD --db X` mean `iolab --db X CMD`: every command (and subcommand) that has
+    no `--db` of its own gets the global one, which wins over one given before the command."""
+    if not any("--db" in getattr(p, "opts", ()) for p in command.params):
+        command.params.append(
+            click.Option(
+                ["--db"],
+                default=None,
+                metavar="PATH|URL",
+                expose_value=False,
+                is_eager=True,  # set before the others are read, like the group's --db
+                callback=_set_db,
+                help=DB_HELP,
+            )
+        )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            add_db_option(sub)
+    return command
 
 
 def store_location(ctx: click.Context) -> StoreLocation:
@@ -129,19 +170,114 @@ def profile_of(quick: bool, profile: str | None) -> str | None:
     return "quick" if quick else profile
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$")
+# --------------------------------------------------------------------------- conventions
+
+
+def duration_seconds(value: object, name: str = "--max-time", positive: bool = True) -> float:
+    """`90`, `90s`, `10m`, `1.5h`, `250ms` → seconds, read as the plan reads a duration (a bare
+    number is seconds); one line naming option `name` when it is not one."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds: float | None = float(value)
+    else:
+        from iolab.plan.values import duration_value
+
+        seconds = duration_value(str(value))
+    if seconds is None or seconds < 0:
+        raise IolabError(f"{name} {value!r}: expected a duration such as 90s, 10m or 1h")
+    if positive and seconds <= 0:
+        raise IolabError(f"{name} {value!r}: must be longer than 0s")
+    return seconds
+
+
+class Duration(click.ParamType[float, Any]):
+    """A duration with its unit (`duration_seconds`).  `0s` is a duration; `positive` refuses
+    it where nothing could take no time (a timeout, a time limit)."""
+
+    name = "duration"
+
+    def __init__(self, positive: bool = True) -> None:
+        self.positive = positive
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        name = param.opts[0] if param is not None and param.opts else "duration"
+        return duration_seconds(value, name, self.positive)
+
+
+DURATION = Duration()
 
 
 def parse_duration(text: str) -> float:
-    """`90`, `90s`, `10m`, `1.5h` → seconds."""
-    m = _DURATION.match(text)
-    if not m:
-        raise IolabError(f"--max-time {text!r}: expected a duration such as 90s, 10m or 1h")
-    scale = {"m": 60.0, "min": 60.0, "h": 3600.0}.get(m.group(2) or "s", 1.0)
-    seconds = float(m.group(1)) * scale
-    if seconds <= 0:
-        raise IolabError(f"--max-time {text!r}: must be positive")
-    return seconds
+    """`--max-time` read as text by a command that does not use `type=DURATION`."""
+    return duration_seconds(text, "--max-time")
+
+
+class CommaList(click.ParamType[tuple[str, ...], Any]):
+    """`R1,R2,R3` → ("R1", "R2", "R3"): one argument, so a list never swallows what follows."""
+
+    name = "list"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        items = tuple(item.strip() for item in str(value).split(",") if item.strip())
+        if not items:
+            name = param.opts[0] if param is not None and param.opts else "list"
+            raise IolabError(f"{name}: name at least one item (a comma-separated list)")
+        return items
+
+
+COMMA_LIST = CommaList()
+
+
+def format_option(
+    choices: Sequence[str], default: str, help: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--format A|B|…` (parameter `format_name`): one option wherever output has forms."""
+    return click.option(
+        "--format",
+        "format_name",
+        type=click.Choice(list(choices)),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def json_alias_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The old `--json` (parameter `as_json`), kept hidden: it is `--format json`."""
+    return click.option("--json", "as_json", is_flag=True, hidden=True)(f)
+
+
+def output_option_saying(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`-o/--output FILE` (parameter `output`) with the command's own help text."""
+    return click.option("-o", "--output", "output", default=None, metavar="FILE", help=help)
+
+
+output_option = output_option_saying(
+    "Write the output to FILE instead of standard output ('-': standard output)."
+)
+
+
+@contextlib.contextmanager
+def to_output(path: str | None) -> Iterator[None]:
+    """Standard output inside the block goes to `path` (None or '-': stays on standard
+    output).  The file is written whole when the block ends — also when it ends with a
+    `--ci` exit status, which is an answer — and not at all after an error."""
+    if path is None or path == "-":
+        yield
+        return
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            yield
+    except SystemExit:
+        write_atomically(path, buffer.getvalue())
+        raise
+    write_atomically(path, buffer.getvalue())
 
 
 def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:

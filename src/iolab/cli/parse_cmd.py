@@ -1,4 +1,4 @@
-"""`iolab parse FILE… [--json]`: show what was recognised, store nothing."""
+"""`iolab parse FILE… [--format json] [-o FILE]`: show what was recognised, store nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from iolab.cli.options import format_option, json_alias_option, output_option, to_output
 from iolab.ingest.comparisons import parse_source
 from iolab.model.comparison import Comparison
 from iolab.model.metrics import direction_prefixes, metric_info
@@ -21,22 +22,35 @@ _SHOWN = ("iops", "bw_bytes", "runtime_ms", "clat_ns.mean", "clat_ns.p99")
 
 @click.command("parse")
 @click.argument("files", nargs=-1, required=True)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="One JSON array: one object per result, then one per comparison table.",
+@format_option(
+    ["text", "json"],
+    "text",
+    "text: tables for the terminal; json: one array, one object per result, then one per "
+    "comparison table.",
 )
-def command(files: tuple[str, ...], as_json: bool) -> None:
+@json_alias_option
+@output_option
+def command(files: tuple[str, ...], format_name: str, as_json: bool, output: str | None) -> None:
     """Recognise fio / xfs_io / dd results in FILEs (`-` is standard input), and the
-    comparison tables of 0-day/LKP, mmtests, fsperf and benchstat."""
+    comparison tables of 0-day/LKP, mmtests, fsperf and benchstat.
+
+    \b
+    Examples:
+      iolab parse fio-output.json
+      fio --output-format=json job.fio | iolab parse --format json -
+    """
+    with to_output(output):
+        _parse(files, "json" if as_json else format_name)
+
+
+def _parse(files: tuple[str, ...], format_name: str) -> None:
     results: list[Result] = []
     tables: list[Comparison] = []
     for path in files:
         found, found_tables = parse_source(path)
         results.extend(found)
         tables.extend(found_tables)
-    if as_json:
+    if format_name == "json":
         records = [r.to_json() for r in results] + [t.to_json() for t in tables]
         click.echo(json.dumps(records, indent=2))
         return

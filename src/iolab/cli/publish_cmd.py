@@ -19,7 +19,13 @@ from iolab.cli.options import store_location
 @click.pass_context
 def command(ctx: click.Context, directory: str, jobs: int | None) -> None:
     """Write a static site of every run in the store to DIR (index, one report per run);
-    again later, only new or changed runs are rendered."""
+    again later, only new or changed runs are rendered.
+
+    \b
+    Examples:
+      iolab publish site/
+      iolab --db postgresql+psycopg://lab@db/iolab publish /srv/www/iolab --jobs 4
+    """
     from iolab.publish.site import publish  # numpy and SQLAlchemy: not for --help
 
     done = publish(store_location(ctx), directory, jobs)

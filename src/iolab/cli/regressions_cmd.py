@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from iolab.cli.options import store_location
+from iolab.cli.options import output_option, store_location, to_output
 from iolab.model.regression import STATUSES
 from iolab.report.history import regzbot_lines, render_regressions
 from iolab.store import open_store
@@ -28,16 +28,26 @@ from iolab.textsafe import shown
     help="table for the terminal, markdown for a mail or an issue, regzbot for regzbot's "
     "lines (#regzbot introduced/title/link), json for scripts.",
 )
+@output_option
 @click.pass_context
-def command(ctx: click.Context, status: tuple[str, ...], format_name: str) -> None:
-    """The regression registry: every entry with its status, size and log."""
+def command(
+    ctx: click.Context, status: tuple[str, ...], format_name: str, output: str | None
+) -> None:
+    """The regression registry: every entry with its status, size and log.
+
+    \b
+    Examples:
+      iolab regressions --status open
+      iolab regressions --format regzbot -o regzbot.txt
+    """
     if ctx.invoked_subcommand is not None:
         return
     from iolab.history.service import regressions  # numpy and SQLAlchemy: not for --help
 
     with open_store(store_location(ctx), must_exist=True) as store:
         found = regressions(store, status)
-    click.echo(render_regressions(found, format_name), nl=False)
+    with to_output(output):
+        click.echo(render_regressions(found, format_name), nl=False)
 
 
 @command.command("mark")
@@ -54,7 +64,13 @@ def command(ctx: click.Context, status: tuple[str, ...], format_name: str) -> No
 def mark_command(
     ctx: click.Context, regression_id: int, status: str, note: str | None, evidence: str | None
 ) -> None:
-    """Set an entry's status; the change is appended to its log."""
+    """Set an entry's status; the change is appended to its log.
+
+    \b
+    Examples:
+      iolab regressions mark 3 confirmed --note "reproduced on two hosts"
+      iolab regressions mark 3 fixed --evidence run:41
+    """
     from iolab.history.service import mark
 
     with open_store(store_location(ctx), must_exist=True) as store:
@@ -69,7 +85,13 @@ def import_command(ctx: click.Context, mail: str) -> None:
     """Open an entry per headline of a 0-day/LKP robot mail (`-` is standard input).
 
     Entries are keyed by (commit, metric, parameters): importing the same mail again, or a
-    reply quoting it, opens none; a new link to the same report is added to the entry."""
+    reply quoting it, opens none; a new link to the same report is added to the entry.
+
+    \b
+    Examples:
+      iolab regressions import lkp-report.mbox
+      iolab regressions import - < pasted-mail.txt
+    """
     from iolab.history.report_import import import_report
     from iolab.history.service import regressions
 

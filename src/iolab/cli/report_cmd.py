@@ -1,4 +1,4 @@
-"""`iolab report SELECTOR… --html FILE`: one self-contained HTML report (docs/report.md)."""
+"""`iolab report SELECTOR… -o FILE`: one self-contained HTML report (docs/report.md)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,19 @@ from iolab.cli.options import (
     check_levels,
     margin_option,
     metric_option,
+    output_option_saying,
     store_location,
     table_alpha_option,
+    to_output,
 )
 from iolab.errors import IolabError
-from iolab.publish.files import write_atomically
 from iolab.store import open_reader
 
 
 @click.command("report")
 @click.argument("selectors", nargs=-1, required=True, metavar="A [B]")
-@click.option(
-    "--html",
-    "html_path",
-    required=True,
-    metavar="FILE",
-    help="Write the report to FILE ('-' for standard output).",
-)
+@output_option_saying("Write the report to FILE ('-': standard output); required.")
+@click.option("--html", "html_path", default=None, metavar="FILE", hidden=True)
 @click.option("--by", default=None, metavar="DIM", help="With one run: compare each value of DIM.")
 @click.option("--baseline", default=None, metavar="VALUE", help="The value compared against.")
 @margin_option
@@ -37,7 +33,8 @@ from iolab.store import open_reader
 def command(
     ctx: click.Context,
     selectors: tuple[str, ...],
-    html_path: str,
+    output: str | None,
+    html_path: str | None,
     by: str | None,
     baseline: str | None,
     margin: float,
@@ -47,11 +44,22 @@ def command(
     show_all: bool,
 ) -> None:
     """An HTML report of B against A (or of one run's variants), with the samples plotted:
-    inline SVG and CSS, no script, nothing fetched."""
+    inline SVG and CSS, no script, nothing fetched.
+
+    \b
+    Examples:
+      iolab report label:v6.1 label:v6.2 -o report.html
+      iolab report 12 --by fs -o - > fs.html
+    """
     from iolab.analysis.build import Options  # these load numpy: not for --help
     from iolab.publish import gather
     from iolab.report import html
 
+    if output is not None and html_path is not None and output != html_path:
+        raise IolabError("-o and --html (its older name) name different files")
+    output = output or html_path
+    if output is None:
+        raise IolabError("missing -o FILE (the HTML report's file; '-' for standard output)")
     check_levels(alpha, margin)
     if len(selectors) > 2:
         raise IolabError(f"give one or two selectors, not {len(selectors)}")
@@ -66,8 +74,5 @@ def command(
             page = gather.by_html(
                 store, parsed[0], by or "variant", baseline, options, sequential=True
             )
-    text = html.render(page, show_all=show_all)
-    if html_path == "-":
-        click.echo(text, nl=False)
-    else:
-        write_atomically(html_path, text)
+    with to_output(output):
+        click.echo(html.render(page, show_all=show_all), nl=False)

@@ -41,7 +41,13 @@ def command(
     quick: bool,
     max_blocks: int | None,
 ) -> None:
-    """Write the plan a pasted report's mkfs, mount and fio/xfs_io/dd lines imply."""
+    """Write the plan a pasted report's mkfs, mount and fio/xfs_io/dd lines imply.
+
+    \b
+    Examples:
+      iolab reproduce report.mail -o plan.yaml
+      iolab reproduce - -o plan.yaml --run --quick < pasted.txt
+    """
     from iolab.reproduce.service import reproduce, write_plan
 
     if run and output is None:

@@ -1,4 +1,4 @@
-"""`iolab results [--label L] [--run R] [--json]`: what the store holds.
+"""`iolab results [--label L] [--run R] [--format json] [-o FILE]`: what the store holds.
 
 Without --run: one line per run.  With --run: that run's samples with a few KPIs (the
 run's own KPIs when the lab recorded them, else the usual fio ones).
@@ -12,7 +12,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from iolab.cli.options import store_location
+from iolab.cli.options import (
+    format_option,
+    json_alias_option,
+    output_option,
+    store_location,
+    to_output,
+)
 from iolab.errors import IolabError
 from iolab.model.sample import RunInfo, Sample
 from iolab.report.fmt import brief_number
@@ -37,12 +43,34 @@ _MAX_KPIS = 6
 @click.command("results")
 @click.option("--label", metavar="NAME", help="Only runs with this label.")
 @click.option("--run", "run_id", type=int, metavar="ID", help="Show the samples of one run.")
-@click.option("--json", "as_json", is_flag=True, help="A JSON array (docs/store.md).")
+@format_option(
+    ["table", "json"], "table", "table for the terminal, json for scripts (docs/store.md)."
+)
+@json_alias_option
+@output_option
 @click.pass_context
-def command(ctx: click.Context, label: str | None, run_id: int | None, as_json: bool) -> None:
-    """List stored runs, or the samples of one run."""
+def command(
+    ctx: click.Context,
+    label: str | None,
+    run_id: int | None,
+    format_name: str,
+    as_json: bool,
+    output: str | None,
+) -> None:
+    """List stored runs, or the samples of one run.
+
+    \b
+    Examples:
+      iolab results --label nightly
+      iolab results --run 12 --format json -o run12.json
+    """
     if label is not None and run_id is not None:
         raise IolabError("give --label or --run, not both")
+    with to_output(output):
+        _results(ctx, label, run_id, as_json or format_name == "json")
+
+
+def _results(ctx: click.Context, label: str | None, run_id: int | None, as_json: bool) -> None:
     with open_reader(store_location(ctx)) as store:
         if run_id is None:
             runs = store.runs(label=label)

@@ -59,7 +59,13 @@ def command(
     quiet: bool,
 ) -> None:
     """Run PLAN in the lab: its cases in randomized complete blocks, every sample stored
-    with its metrics, evidence and provenance; the machine restored afterwards."""
+    with its metrics, evidence and provenance; the machine restored afterwards.
+
+    \b
+    Examples:
+      iolab run examples/ext4-iversion.yaml --quick
+      iolab run --resume 12
+    """
     from iolab.runs import lifecycle, plan_run  # SQLAlchemy and the lab: not for --help
 
     profile = profile_of(quick, profile)

@@ -489,7 +489,9 @@ class _Builder:
             prepare=prepare,
             cpus=None if cpus_node is None else read_cpus(cpus_node),
             monitors=read_monitors(present(entries, "monitors")),
-            timeout_s=DEFAULT_TIMEOUT_S if timeout_node is None else read_duration(timeout_node),
+            timeout_s=DEFAULT_TIMEOUT_S
+            if timeout_node is None
+            else read_duration(timeout_node, positive=True),
             vars=values,
             member_queue=knobs.member_queue,
             md=knobs.md,

@@ -107,3 +107,38 @@ def offending_option(message: str) -> str | None:
     if m is None:
         return None
     return m.group(1) or m.group(2)
+
+
+def fio_seconds(text: str) -> float | None:
+    """How long the fio job file runs by its own options: `ramp_time` + `runtime` of each job
+    (its [global] options included), jobs one after another where `stonewall` or `wait_for`
+    orders them, else side by side.  None when a job is bounded by its size rather than a
+    time (no `runtime`), which only a run can tell."""
+    from iolab.plan.values import duration_value
+
+    global_opts: dict[str, str] = {}
+    jobs: list[dict[str, str]] = []
+    current: dict[str, str] | None = None
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            current = global_opts if m.group(1).strip() == "global" else {}
+            if current is not global_opts:
+                jobs.append(current)
+            continue
+        key = option_key(line)
+        if key is not None and current is not None:
+            current[key] = line.split("=", 1)[1].strip() if "=" in line else ""
+    serial = False
+    seconds: list[float] = []
+    for job in jobs:
+        opts = {**global_opts, **job}
+        runtime = duration_value(opts["runtime"]) if opts.get("runtime") else None
+        if runtime is None:
+            return None
+        ramp = duration_value(opts.get("ramp_time") or "0") or 0.0
+        seconds.append(ramp + runtime)
+        serial = serial or "stonewall" in job or "wait_for" in job
+    if not seconds:
+        return None
+    return sum(seconds) if serial else max(seconds)

@@ -599,8 +599,7 @@ def read_prepare(
         if warm_node.is_map:
             warmup, n = read_workload(warm_node, ctx, {}, "prepare.warmup")
             needed = max(needed, n)
-        else:
-            seconds = read_duration(warm_node)
+        elif (seconds := read_duration(warm_node)) > 0:  # `warmup: 0s` is no warm-up
             if workload.kind != "fio" or workload.fio_text is None:
                 warm_node.fail("warm-up in seconds needs a fio workload; give a workload instead")
             text = apply_overrides(

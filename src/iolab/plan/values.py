@@ -2,7 +2,8 @@
 
 Each takes a Node and returns a Python value or raises the node's one-line PlanError.
 Sizes are binary: K = 1024, M = 1024², G = 1024³, T = 1024⁴ (`1G`, `512M`, `1GiB`, `4k`);
-a plain integer is bytes.  Durations: a number of seconds or `30s`, `5m`, `1h`.
+a plain integer is bytes.  Durations: a number of seconds or `30s`, `5m`, `1h`, `250ms`;
+`0s` is a duration (no warm-up, no settling), refused only where nothing could take no time.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from iolab.plan.nodes import Node, did_you_mean
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?", re.IGNORECASE)
-_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?", re.IGNORECASE)
+_SECONDS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
 def size_value(text: str) -> int | None:
@@ -39,15 +40,28 @@ def read_size(node: Node, subject: str = "") -> int:
     node.fail(f"{lead}must be a size like 100M, got {node.describe()}")
 
 
-def read_duration(node: Node) -> float:
+def duration_value(text: str) -> float | None:
+    """`90` / `90s` → 90.0, `10m` → 600.0, `0s` → 0.0; None when `text` is not a duration.
+    The one reading of a duration, for plans and for the command line alike."""
+    m = _DURATION.fullmatch(text.strip())
+    if m is None:
+        return None
+    return float(m.group(1)) * _SECONDS[(m.group(2) or "s").lower()]
+
+
+def read_duration(node: Node, *, positive: bool = False) -> float:
+    """Seconds; `0s` is accepted unless `positive` (a timeout cannot be zero)."""
     value = node.value
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    if isinstance(value, str):
-        m = _DURATION.fullmatch(value.strip())
-        if m is not None and float(m.group(1)) > 0:
-            return float(m.group(1)) * _SECONDS[(m.group(2) or "s").lower()]
-    node.fail(f"must be a duration like 30s or 5m, got {node.describe()}")
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        seconds = float(value)
+    elif isinstance(value, str):
+        seconds = duration_value(value)
+    if seconds is None:
+        node.fail(f"must be a duration like 30s or 5m, got {node.describe()}")
+    if positive and seconds <= 0:
+        node.fail(f"must be longer than 0s, got {node.describe()}")
+    return seconds
 
 
 def read_int(node: Node, minimum: int = 0) -> int:
