@@ -513,6 +513,34 @@ def test_cli_inconclusive_exit_11(db: str) -> None:
     assert "inconclusive" in done.stdout
 
 
+def test_cli_ci_with_a_metric_that_leaves_no_kpi_is_a_usage_error(db: str) -> None:
+    """`--ci --metric 'jbd2.*'` compares no KPI: nothing to judge is exit 2, not 11."""
+    run = make_lab_run(db)
+    done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--ci", "--metric", "jbd2.*")
+    assert done.exit_code == 2, done.output
+    assert done.stdout == "" and "matches none of them" in done.stderr
+    # the same selection without --ci is a plain comparison of those metrics
+    done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--metric", "jbd2.*")
+    assert done.exit_code == 0 and "jbd2.handles_per_txn" in done.stdout
+    # with a KPI among the matches --ci judges it as before
+    done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--ci", "--metric", "write.*")
+    assert done.exit_code == 10, done.output
+
+
+def test_cli_output_file_holds_what_stdout_would(db: str, tmp_path: Path) -> None:
+    run = make_lab_run(db)
+    shown = iolab(db, "compare", f"{run}:a", f"{run}:b", "--format", "json", "--ci")
+    out = tmp_path / "cmp.json"
+    done = iolab(db, "compare", f"{run}:a", f"{run}:b", "--format", "json", "--ci", "-o", str(out))
+    assert done.exit_code == shown.exit_code == 10 and done.stdout == ""
+    assert json.loads(out.read_text()) == json.loads(shown.stdout)
+    page = tmp_path / "r.html"
+    old = tmp_path / "old.html"
+    assert iolab(db, "report", f"{run}:a", f"{run}:b", "-o", str(page)).exit_code == 0
+    assert iolab(db, "report", f"{run}:a", f"{run}:b", "--html", str(old)).exit_code == 0
+    assert page.read_text().startswith("<!DOCTYPE html>") and old.stat().st_size > 0
+
+
 def test_cli_margin_gives_no_change(db: str) -> None:
     run = make_lab_run(db, factor=1.0)
     done = iolab(
