@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from iolab.guest.run import WORK_PREFIX, sweep_stale
+from iolab.procs import process_start
 
 
 def _dead_pid() -> int:
@@ -17,7 +18,7 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _work(parent: Path, name: str, owner: int | None, qemu: int | None = None) -> Path:
+def _work(parent: Path, name: str, owner: int | str | None, qemu: int | None = None) -> Path:
     d = parent / f"{WORK_PREFIX}{name}"
     d.mkdir()
     (d / "root.qcow2").write_bytes(b"\0" * 4096)
@@ -33,15 +34,20 @@ def test_only_the_dead_owners_directories_go(tmp_path: Path) -> None:
     with subprocess.Popen(["sleep", "30"]) as alive:
         try:
             gone = _work(tmp_path, "gone", dead)
-            running = _work(tmp_path, "running", os.getpid())
+            me = os.getpid()
+            running = _work(tmp_path, "running", f"{me} {process_start(me)}")
+            old_style = _work(tmp_path, "old-style", me)  # a pid alone: still judged
+            # the owner's pid now belongs to another process (another start time): gone
+            reused = _work(tmp_path, "reused", f"{me} {(process_start(me) or 0) + 1}")
             orphan_qemu = _work(tmp_path, "qemu", dead, qemu=alive.pid)
             unowned = _work(tmp_path, "unowned", None)
             other = tmp_path / "unrelated"
             other.mkdir()
             (other / "owner").write_text(f"{dead}\n")
-            assert sweep_stale(tmp_path) == [gone]
-            assert not gone.exists()
-            assert running.exists() and orphan_qemu.exists() and unowned.exists()
+            assert sorted(sweep_stale(tmp_path)) == sorted([gone, reused])
+            assert not gone.exists() and not reused.exists()
+            assert running.exists() and old_style.exists()
+            assert orphan_qemu.exists() and unowned.exists()
             assert other.exists()
         finally:
             alive.kill()
