@@ -187,6 +187,14 @@ def test_ab_brief_names_its_report_and_what_to_try_next(
     assert tail[4].startswith(f"  iolab --db {db} results --run 1 ")
     html = page.read_text()
     assert "<svg" in html and "confidence sequence" in html
+    # the same page as a format, to a file: nothing on stdout, --ci still the status
+    again = tmp_path / "again.html"
+    done = iolab(
+        lab, "ab", "--resume", "1", "--max-blocks", "2", "--format", "html", "-o", str(again),
+        "--ci", "-q",
+    )  # fmt: skip
+    assert done.returncode == 11 and done.stdout == "", done.stderr
+    assert "<svg" in again.read_text() and "confidence sequence" in again.read_text()
 
 
 def test_next_steps_name_the_program_as_it_can_be_called_again(

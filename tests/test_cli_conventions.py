@@ -155,6 +155,20 @@ def test_output_goes_to_the_file_and_json_is_a_format(tmp_path: Path) -> None:
         (["guest", "run", "--timeout", "0s", "x.sh"], "must be longer than 0s"),
         (["guest", "up", "g1", "--kernels", ",", "--broker", "redis://x"], "at least one"),
         (["report", "1"], "missing -o FILE"),
+        (
+            [
+                "--db",
+                "local.db",
+                "guest",
+                "up",
+                "g1",
+                "--kernels",
+                "6.1.0-47-cloud-amd64",
+                "--broker",
+                "redis://127.0.0.1:6379/0",
+            ],
+            "needs the controller's store",
+        ),
         (["results", "--no-such-option"], "No such option"),
     ],
 )
