@@ -13,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from iolab.bisect import kernel_git
+from iolab.bisect import session as bisect
 from iolab.bisect.kernel_build import KernelBuilder, ManifestError, read_manifest
+from iolab.bisect.kernel_commit_arms import check_unique
+from iolab.bisect.kernel_plan import kernel_plan
+from iolab.bisect.settings import ArmBuild, BisectSettings
 from iolab.errors import LabError, RefusedError
 from iolab.kernels import artifacts, hooks, switch
+from iolab.model.metrics import Direction
 from iolab.plan import load_plan
 from store_backends import pg_schema_location
 
@@ -167,7 +171,7 @@ def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
     assert again.ok and again.cached and again.sha256 == first.sha256
     assert calls.read_text().split() == [shas[1]]  # not built twice
     broken = builder.build(shas[2])
-    assert not broken.ok and broken.reason and "exited 1" in broken.reason
+    assert not broken.ok and broken.reason and "exited with 1" in broken.reason
     # an artifact changed behind the cache's back: built again
     assert builder.build(shas[3]).ok
     first.manifest.artifacts[0].write_text("tampered\n")
@@ -181,10 +185,10 @@ def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
 
 
 def test_two_commits_building_one_release_are_refused() -> None:
-    builds = {"a" * 40: {"ok": True, "release": REL}}
-    kernel_git.check_unique(builds, "a" * 40, REL)  # the same commit again is fine
+    builds = {"a" * 40: ArmBuild(True, release=REL)}
+    check_unique(builds, "a" * 40, REL)  # the same commit again is fine
     with pytest.raises(RefusedError, match="both build release"):
-        kernel_git.check_unique(builds, "b" * 40, REL)
+        check_unique(builds, "b" * 40, REL)
 
 
 def test_the_plan_names_each_built_commit_by_sha(tmp_path: Path) -> None:
@@ -196,11 +200,11 @@ def test_the_plan_names_each_built_commit_by_sha(tmp_path: Path) -> None:
     )
     plan = load_plan(str(plan_path))
     digits = "1" * 12 + "e" + "2" * 27  # YAML would read it as a number unquoted
-    derived = kernel_git.kernel_plan(plan, {digits: REL, SHA: "6.1.0-48-cloud-amd64"})
+    derived = kernel_plan(plan, {digits: REL, SHA: "6.1.0-48-cloud-amd64"})
     kernels = {c.variant: c.kernel for c in derived.cases}
     assert kernels == {digits: REL, SHA: "6.1.0-48-cloud-amd64"}
     with pytest.raises(Exception, match="neither variants nor a kernel"):
-        kernel_git.kernel_plan(derived, {})
+        kernel_plan(derived, {})
 
 
 def test_install_hook_placeholders() -> None:
@@ -331,7 +335,7 @@ def stored_bisect(
     """A git-range kernel bisect as a controller leaves it in a store after Ctrl-C: its
     settings, builds and the samples of `blocks` (per block: commit index -> KPI value),
     over made-up shas or the commits of a real `repo`."""
-    from iolab.bisect.driver import KIND, META
+    from iolab.bisect.settings import KIND
     from iolab.model.sample import Sample
     from iolab.runs import lifecycle
     from iolab.store import open_store
@@ -341,18 +345,17 @@ def stored_bisect(
     template = load_plan(str(plan_path))
     shas = repo[1] if repo else [f"{n:040x}" for n in range(1, 6)]
     releases = {s: f"6.9.0-iolab-{s[:12]}" for s in shas}
-    builds = {s: {"ok": True, "release": r, "artifacts": []} for s, r in releases.items()}
-    derived = kernel_git.kernel_plan(template, releases)
+    builds = {s: ArmBuild(True, release=r).to_json() for s, r in releases.items()}
+    derived = kernel_plan(template, releases)
     store = open_store(str(tmp_path / "s.db"))
     run = lifecycle.start(store, lifecycle.check(derived, kind=KIND, here=False))
-    settings = {
-        "kernel_repo": str(repo[0] if repo else tmp_path), "good": shas[0], "bad": shas[-1],
-        "commits": shas,
-        "kernel_build": ["true"], "kpi": "write.iops", "direction": "higher", "alpha": 0.05,
-        "margin_pct": 1.0, "max_blocks": 50, "search": "probabilistic",
-        "cache": str(tmp_path / "cache"), "template_sha256": template.sha256, "fleet": "lab",
-    }  # fmt: skip
-    store.update_run_meta(run.run_id, {META: settings, artifacts.META: builds})
+    settings = BisectSettings(
+        mode="kernel-commits", arms=tuple(shas), kpi="write.iops", direction=Direction.HIGHER,
+        alpha=0.05, margin_pct=1.0, max_blocks=50, search="probabilistic",
+        template_sha256=template.sha256, repo=str(repo[0] if repo else tmp_path),
+        build=("true",), cache=str(tmp_path / "cache"), fleet="lab",
+    )  # fmt: skip
+    store.update_run_meta(run.run_id, {**settings.to_meta(), artifacts.META: builds})
     for block, values in enumerate(blocks, start=1):
         for position, (index, value) in enumerate(values.items(), start=1):
             store.add_sample(
@@ -372,27 +375,29 @@ def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(
     store, run_id, shas = stored_bisect(tmp_path, [ends, ends, {0: 100.0}])
     assert isinstance(store, Store)
     with store:
-        setup = kernel_git.resume(store, run_id)
+        setup = bisect.resume(store, run_id)
         assert setup.replayed == 2 and setup.next_block == 3
         assert setup.engine.blocks == 2  # fed the two finished blocks, not the half-done one
-        assert setup.fleet == "lab" and set(setup.releases()) == set(shas)
+        assert setup.settings.fleet == "lab"
+        assert {c.variant for c in setup.plan().cases} == set(shas)
 
 
 def test_the_report_names_each_commit_with_the_release_it_built(
     tmp_path: Path, repo: tuple[Path, list[str]]
 ) -> None:
-    """`conclude` (bisect.kernels.kernel_report, which the bisect over releases shares): the
+    """`conclude` (bisect.summary, which every bisect shares): the
     ends and candidates by sha with git's subject and the release built, each build's state,
     the build cache; stored in the run's meta as `iolab bisect --json` prints it."""
+    from iolab.bisect.summary import conclude
     from iolab.model.bisect import Outcome
     from iolab.store.store import Store
 
     store, run_id, shas = stored_bisect(tmp_path, [{0: 100.0, 3: 50.0}], repo)
     assert isinstance(store, Store)
     with store:
-        setup = kernel_git.resume(store, run_id)
+        setup = bisect.resume(store, run_id)
         outcome = Outcome("range", "stopped", first=1, last=2, blocks=1, samples=2)
-        report = kernel_git.conclude(store, setup, outcome, "interrupted")
+        report = conclude(setup, outcome, "interrupted")
         assert (report.good.sha, report.bad.sha, report.candidates) == (shas[0], shas[3], 3)
         assert report.commits[1].subject == f"v2 [kernel 6.9.0-iolab-{shas[2][:12]}]"
         assert report.builds == dict.fromkeys(shas, "ok")
@@ -409,7 +414,7 @@ def test_resume_refuses_a_course_that_does_not_match(tmp_path: Path) -> None:
     store, run_id, _ = stored_bisect(tmp_path, [{0: 100.0, 2: 70.0}])  # block 1 is the ends
     assert isinstance(store, Store)
     with store, pytest.raises(IolabError, match="does not match the bisect's course"):
-        kernel_git.resume(store, run_id)
+        bisect.resume(store, run_id)
 
 
 def test_resume_refuses_a_changed_plan(tmp_path: Path) -> None:
@@ -420,12 +425,11 @@ def test_resume_refuses_a_changed_plan(tmp_path: Path) -> None:
     (tmp_path / "plan.yaml").write_text(PLAN_TEXT.replace("32M", "64M"))
     assert isinstance(store, Store)
     with store, pytest.raises(PlanError, match="changed since run"):
-        kernel_git.resume(store, run_id)
+        bisect.resume(store, run_id)
 
 
 def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
     """`bisect --kernels` runs are resumed the same way (their variants are releases)."""
-    from iolab.bisect import kernels as kernel_bisect
     from iolab.model.sample import Sample
     from iolab.store import open_store
 
@@ -433,10 +437,11 @@ def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
     plan_path.write_text(PLAN_TEXT)
     releases = ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64", "6.1.0-56-cloud-amd64"]
     with open_store(str(tmp_path / "s.db")) as store:
-        setup = kernel_bisect.start(
-            store, load_plan(str(plan_path)), releases, kpi=None, alpha=0.05, margin_pct=1.0,
-            max_blocks=50, search="probabilistic", fleet="lab",
+        request = bisect.Request(
+            load_plan(str(plan_path)), mode="releases", releases=tuple(releases), max_blocks=50,
+            fleet="lab",
         )  # fmt: skip
+        setup = bisect.start(store, bisect.check(request))
         for block in (1, 2):
             for position, (release, value) in enumerate(
                 ((releases[0], 100.0), (releases[2], 50.0)), start=1
@@ -446,9 +451,50 @@ def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
                            position=position, metrics={"write.iops": value})
                 )  # fmt: skip
         store.finish_run(setup.run_id, "interrupted")
-        again = kernel_bisect.resume(store, setup.run_id)
+        again = bisect.resume(store, setup.run_id)
         assert (again.replayed, again.next_block, again.engine.blocks) == (2, 3, 2)
-        assert again.fleet == "lab" and again.releases == releases
+        assert again.settings.fleet == "lab" and list(again.settings.arms) == releases
         store.finish_run(setup.run_id, "finished")
         with pytest.raises(Exception, match="has ended; nothing to resume"):
-            kernel_bisect.resume(store, setup.run_id)
+            bisect.resume(store, setup.run_id)
+
+
+@pytest.mark.parametrize(
+    "kernels",
+    [
+        ["--kernels", "6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64"],
+        ["--kernels", "6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"],  # the older form
+    ],
+)
+def test_kernels_comma_separated_or_spaced_before_the_plan(
+    tmp_path: Path, kernels: list[str]
+) -> None:
+    """Both forms of --kernels, given before PLAN: the plan is not taken for a release."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_TEXT)
+    proc = iolab("bisect", *kernels, str(plan), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "give --fleet CLASS" in lines[0], lines
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_a_bisect_stored_without_a_mode_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A run whose settings name no mode (stored by an older iolab) is not guessed at."""
+    from iolab.bisect.settings import KIND, META
+    from iolab.errors import IolabError
+    from iolab.runs import lifecycle
+    from iolab.store import open_store
+
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(PLAN_TEXT)
+    template = load_plan(str(plan_path))
+    with open_store(str(tmp_path / "s.db")) as store:
+        run = lifecycle.start(store, lifecycle.check(template, kind=KIND, here=False))
+        old = {"kernels": ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"], "kpi": "write.iops"}
+        store.update_run_meta(run.run_id, {META: old})
+        store.finish_run(run.run_id, "interrupted")
+        with pytest.raises(IolabError, match="stored by an older iolab") as info:
+            bisect.resume(store, run.run_id)
+        assert "\n" not in info.value.message
+        assert store.run(run.run_id).status == "interrupted"  # not claimed

@@ -463,7 +463,7 @@ def read_workload(
             for key, value in fio_overrides.items()
         }
     if kind == "fio_file" and _commit_path(body):
-        # read per commit by `iolab bisect` (bisect.driver.bind), which applies `options`
+        # read per commit by `iolab bisect` (bisect.commit_arms.bind), which applies `options`
         # with apply_overrides as below; the overrides alone are confined here already
         path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
         needed = _check_placeholders(body, [path], ctx)

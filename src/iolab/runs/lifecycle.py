@@ -141,13 +141,21 @@ def start(
 
 
 def reopen(
-    store: Store, run_id: int, *, kind: str, destroy_data: bool = False, here: bool = True
+    store: Store,
+    run_id: int,
+    *,
+    kind: str,
+    destroy_data: bool = False,
+    here: bool = True,
+    template_sha256: str | None = None,
 ) -> OpenRun:
     """Run `run_id` again with its own plan and seed, after the same preflight as a new run.
 
     The run must be of `kind` and not running elsewhere; its plan file must be where it was
     and unchanged (SHA-256), so that the block orders and cases that follow are the ones
-    the run started with.
+    the run started with.  A run that stored a plan derived from the file (a kernel bisect's,
+    one variant per kernel) gives the file's own SHA-256 as `template_sha256`; the plan
+    returned is then the file's, for the caller to derive again.
     """
     info = store.run(run_id)
     if info.kind != kind:
@@ -159,7 +167,8 @@ def reopen(
     if not Path(info.plan_path).is_file():
         raise PlanError(f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume")
     plan = load_plan(info.plan_path, profile)
-    if info.plan_hash and plan.sha256 != info.plan_hash:
+    wanted = template_sha256 or info.plan_hash
+    if wanted and plan.sha256 != wanted:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
     _runs_here(plan, here=here)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
