@@ -498,3 +498,121 @@ def test_a_bisect_stored_without_a_mode_is_refused_in_one_line(tmp_path: Path) -
             bisect.resume(store, run.run_id)
         assert "\n" not in info.value.message
         assert store.run(run.run_id).status == "interrupted"  # not claimed
+
+
+class FleetStandIn:
+    """The fleet's block source for a kernel-commit bisect, on the host: each block's cases
+    must name the kernel their commit built (what a host's boot check compares); their KPI
+    comes back at once, 1000 before the culprit and 700 from it on, stored as a worker
+    stores it."""
+
+    def __init__(self, store: object, run_id: int, slow: set[str]) -> None:
+        from iolab.store.store import Store
+
+        assert isinstance(store, Store)
+        self.store, self.run_id, self.slow = store, run_id, slow
+        self.plan: object = None
+        self.started: list[tuple[int, list[str]]] = []
+        self.plans, self.abandoned = 0, False
+
+    @property
+    def width(self) -> int:
+        return 1
+
+    def in_flight(self) -> list[int]:
+        return []
+
+    def stop(self, unused: object = ()) -> list[int]:
+        return []
+
+    def abandon(self) -> None:
+        self.abandoned = True
+
+    def open(self, run: object) -> FleetStandIn:
+        """The factory: the fleet's source starts with the open run's plan."""
+        from iolab.runs.lifecycle import OpenRun
+
+        assert isinstance(run, OpenRun)
+        self.plan = run.plan
+        return self
+
+    def use_plan(self, plan: object) -> None:
+        self.plan, self.plans = plan, self.plans + 1
+
+    def start(self, block: int, cases: object = ()) -> None:
+        from iolab.plan.model import Case, Plan
+
+        assert isinstance(self.plan, Plan)
+        sent = {c.variant: c.kernel for c in self.plan.cases}
+        names = []
+        for case in cases:  # type: ignore[attr-defined]
+            assert isinstance(case, Case) and case.variant is not None
+            assert case.kernel is not None and sent[case.variant] == case.kernel
+            assert case.kernel == f"6.9.0-iolab-{case.variant[:12]}"
+            names.append(case.variant)
+        self.started.append((block, names))
+
+    def next_finished(self) -> tuple[int, list[object]]:
+        from iolab.model.sample import Sample
+
+        block, names = self.started[-1]
+        out: list[object] = []
+        for position, sha in enumerate(names, start=1):
+            value = 700.0 if sha in self.slow else 1000.0
+            sample = Sample(run_id=self.run_id, variant=sha, block=block, position=position,
+                            metrics={"write.iops": value * (1 + 0.002 * (block % 3))})  # fmt: skip
+            self.store.add_sample(sample)
+            out.append(sample)
+        return block, out
+
+
+@pytest.mark.postgres
+def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
+    pg_store: object, tmp_path: Path
+) -> None:
+    """The session over kernel commits on the host: commits built by the hook as the engine
+    asks (an unbuildable one skipped), each build's artifacts in the store, the plan sent to
+    the hosts growing a variant per built commit, the culprit found, the artifacts removed."""
+    from iolab.bisect.summary import conclude
+    from iolab.store.store import Store
+
+    assert isinstance(pg_store, Store)
+    path = tmp_path / "linux"
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    shas = []
+    for n in range(9):
+        (path / "version").write_text(f"v{n}\n")
+        (path / "broken").write_text("") if n == 3 else (path / "broken").unlink(missing_ok=True)
+        git("add", "-A")
+        git("-c", "user.email=l@example.invalid", "-c", "user.name=lab", "commit", "-q",
+            "-m", f"v{n}")  # fmt: skip
+        shas.append(git("rev-parse", "HEAD"))
+    calls, hook, plan = tmp_path / "calls", tmp_path / "hook.py", tmp_path / "plan.yaml"
+    hook.write_text(HOOK)
+    plan.write_text(PLAN_TEXT)
+    request = bisect.Request(
+        load_plan(str(plan)), mode="kernel-commits", repo=path, good=shas[0], bad=shas[-1],
+        build=(sys.executable, str(hook), str(calls)), max_blocks=20, alpha=0.2, fleet="lab",
+        cache=tmp_path / "cache",
+    )  # fmt: skip
+    session = bisect.start(pg_store, bisect.check(request))
+    fleet = FleetStandIn(pg_store, session.run_id, set(shas[6:]))
+    outcome, status = bisect.run(session, fleet=fleet.open)  # type: ignore[arg-type]
+    assert status == "finished" and not fleet.abandoned and outcome.kind == "found", outcome
+    assert session.name(outcome.culprit or 0) == shas[6]
+    built = calls.read_text().split()
+    assert len(built) == len(set(built)) and {shas[0], shas[-1], shas[6]} <= set(built)
+    assert fleet.plans >= 1  # the hosts got the grown plan before a new commit's block
+    meta = pg_store.run(session.run_id).meta
+    records = meta[artifacts.META]
+    assert all(records[s]["artifacts"] for s in built if s != shas[3])
+    assert meta["kernel_artifacts_removed"] == sum(1 for r in records.values() if r["ok"])
+    report = conclude(session, outcome, status)
+    assert report.commits[outcome.culprit or 0].subject == f"v6 [kernel 6.9.0-iolab-{shas[6][:12]}]"
