@@ -378,8 +378,12 @@ def run(
 ) -> tuple[Outcome, str]:
     """Measure until the engine ends (or time runs out); (outcome, run status)."""
     progress = progress or Progress()
-    if fleet is None and session.settings.mode != "commits":
-        raise IolabError(f"bisect run {session.run_id} boots kernels: give --fleet CLASS")
+    if (fleet is None) != (session.settings.mode == "commits"):
+        raise IolabError(
+            f"bisect run {session.run_id} boots kernels: give --fleet CLASS"
+            if fleet is None
+            else "a commit bisect runs here; --fleet is for kernels"
+        )
     status = "failed"
     try:
         with lifecycle.running(session.run) as ending:
