@@ -21,9 +21,11 @@ from iolab.store.store import Store
 
 
 class ArmSource(Protocol):
-    def build(self, name: str, builds: Mapping[str, ArmBuild]) -> ArmBuild | None:
-        """Make arm `name` measurable (None: nothing to build, nothing recorded); a build
-        that is not ok makes the arm unbuildable.  Called once per arm and run."""
+    needs_build: bool  # False: each arm is measurable as named (nothing built, nothing recorded)
+
+    def build(self, name: str, builds: Mapping[str, ArmBuild]) -> ArmBuild:
+        """Make arm `name` measurable; a build that is not ok makes the arm unbuildable.
+        Called once per arm and run, before the arm is measured."""
         ...
 
     def publish(self, store: Store, build: ArmBuild) -> ArmBuild:

@@ -25,6 +25,8 @@ from iolab.store.store import Store
 
 
 class CommitArms:
+    needs_build = True
+
     def __init__(
         self, template: Plan, repo: Path, cache: Path, build: tuple[str, ...],
         timeout_s: float = 3600.0,

@@ -41,6 +41,8 @@ def check_unique(builds: Mapping[str, ArmBuild], sha: str, release: str) -> None
 
 
 class KernelCommitArms:
+    needs_build = True
+
     def __init__(self, template: Plan, builder: KernelBuilder) -> None:
         self.template, self.builder = template, builder
         self._plan: tuple[dict[str, str], Plan] | None = None

@@ -280,12 +280,11 @@ def _settle(session: Session, progress: Progress | None) -> Measure | None:
         failed = None
         for index in measure.arms:
             name = session.name(index)
-            if name not in session.builds and progress is not None:
+            if name not in session.builds and session.source.needs_build and progress is not None:
                 progress.building(session, name)
                 build = session.source.build(name, session.builds)
-                if build is not None:
-                    progress.built(session, name, build)
-                    session.record(name, build)
+                progress.built(session, name, build)
+                session.record(name, build)
             if name in session.builds and not session.builds[name].ok:
                 failed = index
                 break
