@@ -77,7 +77,14 @@ class Draft:
     requires: list[tuple[str, str, Ref]] = field(default_factory=list)
     used: list[tuple[str, str, str]] = field(default_factory=list)  # (where, text, as what)
     ignored: list[tuple[str, str, str]] = field(default_factory=list)  # (where, text, why)
+    # every option of a used command the plan does not carry: (where, "fio --max-jobs=16", why)
+    left_out: list[tuple[str, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def leave_out(self, where: str, what: str, why: str) -> None:
+        """An option of a command the plan uses that it does not carry, said with why."""
+        self.left_out.append((where, what, why))
+        self.notes.append(f"{where}: {what}: {why}: left out")
 
 
 class NothingToReproduce(Exception):
@@ -245,8 +252,8 @@ def _filesystem(
         draft.fstype, draft.fstype_ref = first.fstype, _ref(first.line)
         draft.mkfs_options, draft.mkfs_ref = list(first.options), _ref(first.line)
         draft.used.append((first.line.where, _short(first.line.text), "filesystem, mkfs_options"))
-        for why in first.dropped:
-            draft.notes.append(f"{first.line.where}: mkfs {why}: left out")
+        for what, why in first.dropped:
+            draft.leave_out(first.line.where, f"mkfs {what}", why)
         for other in mkfs[1:]:
             draft.ignored.append(
                 (other.line.where, _short(other.line.text), "a second mkfs; the plan makes one")
@@ -377,8 +384,8 @@ def _fio_workload(
         sections, first, where = run.sections, run.line.first, run.line.where
         draft.workload_ref = _ref(run.line)
         draft.used.append((where, _short(run.line.text), "workload (fio job)"))
-        for why in run.dropped:
-            draft.notes.append(f"{where}: fio {why}: left out")
+        for what, why in run.dropped:
+            draft.leave_out(where, f"fio {what}", why)
         if sweep is not None:
             fit = _largest(measured, sweep)  # the target must hold the biggest cell
             sections = _sweep_sections(draft, measured, sweep)
@@ -418,6 +425,8 @@ def _fio_workload(
         head, _, rest = draft.fill_text.partition("\n")  # the first section: global or the job
         draft.fill_text = f"{head}\ncreate_only=1\n{rest}"
         draft.fill_ref = _ref(pre.line)
+        for what, why in pre.dropped:
+            draft.leave_out(pre.line.where, f"fio {what}", why)
         draft.used.append(
             (pre.line.where, _short(pre.line.text), "prepare.fill (--create_only pre-pass)")
         )
