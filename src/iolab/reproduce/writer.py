@@ -71,7 +71,11 @@ def render(draft: Draft) -> str:
     out.key(2, "size", f"{size >> 30}G" if size % (1 << 30) == 0 else f"{size >> 20}M")
     out.note(2, "iolab's choice: a loop image in RAM (quiet, and nothing of this host's disks)")
     out.key(2, "backing", "ram")
-    if draft.target_count > 1:
+    if draft.target_kind == "multipath":
+        out.ref(2, draft.target_ref, "a multipath setup")
+        out.key(2, "kind", "multipath")
+        out.key(2, "paths", draft.target_paths)
+    elif draft.target_count > 1:
         out.key(2, "count", draft.target_count)
     if draft.requires:
         out.lines.append("")
@@ -102,16 +106,20 @@ def render(draft: Draft) -> str:
         out.note(0, draft.matrix_note)
         out.key(0, "matrix")
         for name, values, ref in draft.matrix:
-            out.ref(2, ref, "the first")
-            out.key(2, name, values)
+            path = draft.matrix_paths.get(name)
+            out.ref(2, ref, "" if path else "the first")
+            out.key(2, name, {"path": path, "values": values} if path else values)
     if draft.variants:
         out.lines.append("")
         out.note(0, draft.variants_note)
         out.key(0, "variants")
         for variant in draft.variants:
             out.ref(2, variant.ref)
-            out.key(2, variant.name)
-            _mapping(out, 4, variant.overrides)
+            if variant.overrides:
+                out.key(2, variant.name)
+                _mapping(out, 4, variant.overrides)
+            else:
+                out.key(2, variant.name, {})
         out.key(0, "baseline", draft.baseline)
     elif draft.variants_note:
         out.lines.append("")
@@ -132,11 +140,20 @@ def render(draft: Draft) -> str:
         out.block(4, "fio", draft.fill_text)
     out.note(0, draft.kpi_note)
     out.key(0, "kpis", draft.kpis)
+    if draft.monitors:
+        out.note(0, "the evidence the mail discusses, measured beside the KPIs")
+        out.key(0, "monitors")
+        for name, ref in draft.monitors:
+            out.ref(2, ref)
+            out.lines.append(f"  - {_scalar(name)}")
     out.lines.append("")
     out.note(0, "--quick: a short check that the plan runs, not a measurement to quote")
     out.key(0, "profiles")
     out.key(2, "quick")
     out.key(4, "repeat", 3)
+    if draft.quick_here:
+        out.note(4, draft.quick_here)
+        out.lines += ["    variants: null", "    baseline: null"]
     if draft.quick_vars:
         out.key(4, "vars", dict(draft.quick_vars))
     return "\n".join(out.lines) + "\n"
