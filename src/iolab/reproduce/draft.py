@@ -79,6 +79,9 @@ class Draft:
     kpis: list[str] = field(default_factory=list)
     kpi_note: str = ""
     monitors: list[tuple[str, Ref]] = field(default_factory=list)  # the evidence discussed
+    comments: list[str] = field(default_factory=list)  # said at the plan's top (a report's link)
+    timeout: str = ""  # a sample's timeout, when the workload runs longer than the default
+    quick_timeout: str = ""
     # --quick runs here without the variants (one side is the kernel this host runs): why
     quick_here: str = ""
     requires: list[tuple[str, str, Ref]] = field(default_factory=list)
@@ -444,7 +447,7 @@ def _fio_workload(
         draft.fio_text = draft.fio_text.replace(f"={_AXIS_MARK}\n", f"={{{name}}}\n")
     if runtime is not None:
         draft.vars["runtime"] = (runtime, f"fio runtime, {where}")
-        draft.quick_vars["runtime"] = str(min(_QUICK_RUNTIME, _seconds(runtime) or _QUICK_RUNTIME))
+        draft.quick_vars["runtime"] = str(min(_QUICK_RUNTIME, seconds(runtime) or _QUICK_RUNTIME))
     _fit_fio(draft, fit or sections, where)
     if prepass:
         pre = prepass[0]
@@ -532,7 +535,8 @@ def _sweep_sections(
     return tuple(sections)
 
 
-def _seconds(text: str) -> int | None:
+def seconds(text: str) -> int | None:
+    """`60`, `60s`, `5m`, `1h` → seconds; None for anything else."""
     match = re.fullmatch(r"(\d+)\s*(s|m|h)?", text.strip())
     if match is None:
         return None
@@ -608,7 +612,7 @@ def _fit_fio(draft: Draft, sections: tuple[Section, ...], where: str) -> None:
             need += each * jobs
     if raw > IMAGE_DEFAULT:
         _fit_device(draft, raw, where)
-    _fit(draft, need, where)
+    fit(draft, need, where)
 
 
 def _fit_device(draft: Draft, span: int, where: str) -> None:
@@ -629,7 +633,8 @@ def _fit_device(draft: Draft, span: int, where: str) -> None:
     draft.fio_text = _scale_sizes(draft.fio_text, factor)
 
 
-def _fit(draft: Draft, need: int, where: str) -> None:
+def fit(draft: Draft, need: int, where: str) -> None:
+    """The target sized for `need` bytes of files; their sizes scaled when they do not fit."""
     if need <= 0:
         return
     wanted = math.ceil((need / _FILL + (64 << 20)) / (256 << 20)) * (256 << 20)
@@ -701,7 +706,7 @@ def _xfs_io(draft: Draft, command: commands.XfsIo, paths: _Paths) -> None:
     draft.argv = argv
     draft.workload_ref = _ref(command.line)
     draft.used.append((where, _short(command.line.text), "workload (xfs_io)"))
-    _fit(draft, need, where)
+    fit(draft, need, where)
 
 
 def _xfs_io_command(text: str) -> tuple[str, tuple[str, int] | None]:
@@ -752,7 +757,7 @@ def _dd(draft: Draft, command: commands.Dd, paths: _Paths) -> None:
     bs = size_value(options.get("bs", "512").upper().replace("B", "")) or 512
     count = int(options["count"]) if options.get("count", "").isdigit() else 0
     if count and options.get("of", "").startswith("/") and not commands.is_device(options["of"]):
-        _fit(draft, bs * count, where)
+        fit(draft, bs * count, where)
         if draft.target_note.startswith("SCALED"):
             factor = IMAGE_MAX * _FILL / (bs * count)
             draft.argv = [

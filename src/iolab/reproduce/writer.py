@@ -59,6 +59,8 @@ def render(draft: Draft) -> str:
     out.note(
         0, "Every choice names the mail line it came from; read them before trusting a verdict."
     )
+    for comment in draft.comments:
+        out.note(0, comment)
     if draft.description.startswith("reproduces: "):
         out.note(0, "name and description: the mail's Subject")
     out.key(0, "name", draft.name)
@@ -140,6 +142,8 @@ def render(draft: Draft) -> str:
         out.block(4, "fio", draft.fill_text)
     out.note(0, draft.kpi_note)
     out.key(0, "kpis", draft.kpis)
+    if draft.timeout:
+        out.key(0, "timeout", draft.timeout)
     if draft.monitors:
         out.note(0, "the evidence the mail discusses, measured beside the KPIs")
         out.key(0, "monitors")
@@ -156,6 +160,8 @@ def render(draft: Draft) -> str:
         out.lines += ["    variants: null", "    baseline: null"]
     if draft.quick_vars:
         out.key(4, "vars", dict(draft.quick_vars))
+    if draft.quick_timeout:
+        out.key(4, "timeout", draft.quick_timeout)
     return "\n".join(out.lines) + "\n"
 
 
