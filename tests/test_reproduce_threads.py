@@ -209,3 +209,32 @@ def test_round_trip_beside_the_threads_own_numbers(
         ).output
     )
     assert report is not None
+
+
+def test_raid_writeback_thread_matrix_from_the_cell_names(tmp_path: Path) -> None:
+    """The 0-day table's cell names (`lkp-nex04/RAID0-12HDD-thresh=100M/ext4-100dd-1-3.5.0`)
+    are the matrix: md level x dd writers x dirty threshold, on the two kernels compared."""
+    plan, quick, path, done = drafted(tmp_path, "ext4-raid-writeback")
+    assert plan.matrix == {
+        "raid": ("jbod", "raid0", "raid5"),
+        "writers": ("1", "10", "100"),
+        "dirty_thresh": ("100M", "1000M", "8G"),
+    }
+    assert plan.variants == ("3.5.0", "3.6.0-rc1+") and plan.baseline == "3.5.0"
+    assert len(plan.cases) == 2 * 27
+    kinds = {c.cell["raid"]: (c.target.kind, c.target.count, c.target.members) for c in plan.cases}
+    assert kinds == {"jbod": ("loop", 12, 0), "raid0": ("md", 1, 12), "raid5": ("md", 1, 12)}
+    assert {c.target.md.level for c in plan.cases if c.target.md} == {0, 5}
+    case = next(c for c in plan.cases if c.cell == {"raid": "raid5", "writers": "100",
+                                                   "dirty_thresh": "8G"})  # fmt: skip
+    assert case.sysctls["vm.dirty_bytes"] == str(8 << 30) and case.kernel == "3.5.0"
+    assert case.filesystem is not None and case.filesystem.type == "ext4"
+    assert "numjobs=100" in (case.workload.fio_text or "")
+    assert [k.metric for k in plan.kpis] == ["write.bw_bytes"]
+    assert {c.kernel for c in quick.cases} == {None}
+    assert done.used[1][0] == "lines 42-76" and done.used[1][1].startswith("33 cells like")
+    # md RAID0/RAID5 need md, which this host's kernel may lack: refused in one line
+    ran = iolab(tmp_path, "run", "--quick", path)
+    if not Path("/proc/mdstat").exists():
+        assert ran.exit_code == 3, ran.output
+        assert len(ran.stderr.strip().splitlines()) == 1

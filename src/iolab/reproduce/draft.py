@@ -74,6 +74,8 @@ class Draft:
     matrix: list[tuple[str, list[str], Ref]] = field(default_factory=list)
     matrix_note: str = ""
     matrix_paths: dict[str, str] = field(default_factory=dict)  # dimension -> setting path
+    matrix_vars: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # per value
+    target_extra: dict[str, object] = field(default_factory=dict)  # members, chunk, resync
     baseline: str | None = None
     variants_note: str = ""
     kpis: list[str] = field(default_factory=list)

@@ -62,8 +62,23 @@ def robot_reproduction(text: str, source: str) -> Reproduction | None:
     return Reproduction(first.text, used, ignored, notes, [], [])
 
 
+def cell_reproduction(text: str, source: str) -> Reproduction | None:
+    """An old 0-day writeback comparison whose cell names hold its matrix (reproduce.cells),
+    None for any other mail."""
+    from iolab.ingest.comparisons import find_comparisons
+    from iolab.reproduce.cells import cell_plan
+
+    found = cell_plan(find_comparisons(text, source))
+    if found is None:
+        return None
+    return Reproduction(found.text, found.used, [], found.notes, ["md"], [])
+
+
 # (text, source) -> a Reproduction, or None when the mail is not of the reader's kind
-OTHER_READERS: list[Callable[[str, str], Reproduction | None]] = [robot_reproduction]
+OTHER_READERS: list[Callable[[str, str], Reproduction | None]] = [
+    robot_reproduction,
+    cell_reproduction,
+]
 _MAX_TEXT = 4 << 20
 
 

@@ -73,6 +73,8 @@ def render(draft: Draft) -> str:
     out.key(2, "size", f"{size >> 30}G" if size % (1 << 30) == 0 else f"{size >> 20}M")
     out.note(2, "iolab's choice: a loop image in RAM (quiet, and nothing of this host's disks)")
     out.key(2, "backing", "ram")
+    for key, value in draft.target_extra.items():
+        out.key(2, key, value)
     if draft.target_kind == "multipath":
         out.ref(2, draft.target_ref, "a multipath setup")
         out.key(2, "kind", "multipath")
@@ -109,8 +111,11 @@ def render(draft: Draft) -> str:
         out.key(0, "matrix")
         for name, values, ref in draft.matrix:
             path = draft.matrix_paths.get(name)
+            spec: dict[str, object] = {"path": path} if path else {}
+            if name in draft.matrix_vars:
+                spec["vars"] = draft.matrix_vars[name]
             out.ref(2, ref, "" if path else "the first")
-            out.key(2, name, {"path": path, "values": values} if path else values)
+            out.key(2, name, {**spec, "values": values} if spec else values)
     if draft.variants:
         out.lines.append("")
         out.note(0, draft.variants_note)
