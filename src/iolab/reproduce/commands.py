@@ -21,7 +21,7 @@ class Mkfs:
     line: shell.Line
     fstype: str
     options: tuple[str, ...]  # what the plan keeps
-    dropped: tuple[str, ...]  # what it leaves out (force, quiet, label), said so
+    dropped: tuple[tuple[str, str], ...]  # (words, why) left out: force, quiet, label
     device: str | None
 
 
@@ -41,7 +41,7 @@ class Fio:
     line: shell.Line
     sections: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...]  # ("global", opts) …
     create_only: bool
-    dropped: tuple[str, ...]  # command-line-only or output options left out
+    dropped: tuple[tuple[str, str], ...]  # (option, why): command-line-only or output options
     variables: tuple[tuple[str, int], ...]  # (name, line set on) of each variable used
     job_files: tuple[str, ...]  # positional job files named
 
@@ -239,12 +239,23 @@ def recognise(line: shell.Line, variables: shell.Variables) -> Command | Ignored
     return Ignored(line, _why_ignored(program, words))
 
 
+# shell's own shapes of a loop or conditional; "for libmount to indicate -o noiversion." is prose
+_SHELL_CONTROL = re.compile(
+    r"^(?:for\s+(?:[A-Za-z_]\w*\s+in\b|\(\()|(?:if|while|until)\s+(?:\[\[?\s|!\s|test\s|\(\()"
+    r"|(?:if|while|until)\s.*;\s*(?:then|do)\b)"
+)
+# a line of a tool's output that starts like a command: `sync (nsec): min=10, …`
+_OUTPUT_LINE = re.compile(r"^[A-Za-z_]+(?:\s+[A-Za-z_]+)*\s*(?:\([^)]*\))?\s*:(?:\s|$)")
+
+
 def _looks_like_command(words: list[str], text: str) -> bool:
     """`mount -o iversion /dev/loop0 /mnt` is a command; "mount it again and..." is prose."""
+    if words[0] in ("if", "for", "while", "until"):
+        return _SHELL_CONTROL.match(text) is not None  # `for i in 1 2 3; do sync; done`
+    if _OUTPUT_LINE.match(text):
+        return False
     if len(words) == 1:
         return words[0] in ("sync", "set", "fi", "done") or "/" in words[0]
-    if words[0] in ("if", "for", "while") and re.search(r";\s*(?:then|do)\b", text):
-        return True  # `for i in 1 2 3; do sync; done`
     rest = words[1:]
     if any(w.startswith(("-", "/", "$", "{", "./")) or "=" in w for w in rest):
         return True
@@ -333,7 +344,7 @@ def _mkfs(line: shell.Line, program: str, words: list[str]) -> Mkfs | Ignored:
         )
     takes = _MKFS_ARGS[fstype]
     kept: list[str] = []
-    dropped: list[str] = []
+    dropped: list[tuple[str, str]] = []
     device: str | None = None
     at = 0
     while at < len(args):
@@ -343,13 +354,13 @@ def _mkfs(line: shell.Line, program: str, words: list[str]) -> Mkfs | Ignored:
             if word == "-t":
                 pass
             elif word == "-L":
-                dropped.append(f"{word} {value}: a volume label")
+                dropped.append((f"{word} {value}", "a volume label"))
             else:
                 kept += [word, value]
             at += 2
             continue
         if word in _MKFS_DROPPED:
-            dropped.append(f"{word}: {_MKFS_DROPPED[word]}")
+            dropped.append((word, _MKFS_DROPPED[word]))
         elif word.startswith("-t"):
             pass
         elif word.startswith("-"):
@@ -357,7 +368,7 @@ def _mkfs(line: shell.Line, program: str, words: list[str]) -> Mkfs | Ignored:
         elif device is None:
             device = word
         else:
-            dropped.append(f"{word}: a size or block count (the image's size is the plan's)")
+            dropped.append((word, "a size or block count (the image's size is the plan's)"))
         at += 1
     return Mkfs(line, fstype, tuple(kept), tuple(dropped), device)
 
@@ -400,7 +411,7 @@ class _FioBuild:
     sections: list[tuple[str, list[tuple[str, str | None]]]] = field(
         default_factory=lambda: [("global", [])]
     )
-    dropped: list[str] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
     job_files: list[str] = field(default_factory=list)
     create_only: bool = False
 
@@ -423,10 +434,12 @@ def _fio(line: shell.Line, words: list[str], variables: shell.Variables) -> Fio 
             continue
         key, eq, value = word.lstrip("-").partition("=")
         if key in _FIO_DROPPED:
-            build.dropped.append(f"--{key}: {_FIO_DROPPED[key]}")
+            build.dropped.append((word, _FIO_DROPPED[key]))
             continue
         if key == "create_only":
             build.create_only = value not in ("0", "false")
+            if not build.create_only:
+                build.dropped.append((word, "fio's default (the job runs its I/O)"))
             continue
         if key == "name":
             build.sections.append((value or "job", []))
