@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from iolab.bisect import GOOD, Bisection, Settings, step_alpha
-from iolab.bisect import git as bgit
 from iolab.bisect.commit_arms import bind
 from iolab.bisect.search import ProbabilisticSearch, groups
 from iolab.bisect.step import StepTest
+from iolab.builds import git as bgit
 from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError, RefusedError
 from iolab.model.metrics import Direction
 from iolab.plan import load_plan

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from iolab.bisect import session as bisect
-from iolab.bisect.kernel_build import KernelBuilder, ManifestError, read_manifest
-from iolab.bisect.kernel_commit_arms import check_unique
 from iolab.bisect.kernel_plan import kernel_plan
-from iolab.bisect.settings import ArmBuild, BisectSettings
+from iolab.bisect.settings import BisectSettings
+from iolab.builds.builder import BuildRecord
+from iolab.builds.kernel import KernelBuilder, ManifestError, read_manifest
+from iolab.builds.kernel_commits import check_unique
 from iolab.errors import LabError, RefusedError
 from iolab.kernels import artifacts, hooks, switch
 from iolab.model.metrics import Direction
@@ -185,7 +186,7 @@ def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
 
 
 def test_two_commits_building_one_release_are_refused() -> None:
-    builds = {"a" * 40: ArmBuild(True, release=REL)}
+    builds = {"a" * 40: BuildRecord(True, release=REL)}
     check_unique(builds, "a" * 40, REL)  # the same commit again is fine
     with pytest.raises(RefusedError, match="both build release"):
         check_unique(builds, "b" * 40, REL)
@@ -345,7 +346,7 @@ def stored_bisect(
     template = load_plan(str(plan_path))
     shas = repo[1] if repo else [f"{n:040x}" for n in range(1, 6)]
     releases = {s: f"6.9.0-iolab-{s[:12]}" for s in shas}
-    builds = {s: ArmBuild(True, release=r).to_json() for s, r in releases.items()}
+    builds = {s: BuildRecord(True, release=r).to_json() for s, r in releases.items()}
     derived = kernel_plan(template, releases)
     store = open_store(str(tmp_path / "s.db"))
     run = lifecycle.start(store, lifecycle.check(derived, kind=KIND, here=False))
@@ -616,3 +617,146 @@ def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
     assert meta["kernel_artifacts_removed"] == sum(1 for r in records.values() if r["ok"])
     report = conclude(session, outcome, status)
     assert report.commits[outcome.culprit or 0].subject == f"v6 [kernel 6.9.0-iolab-{shas[6][:12]}]"
+
+
+# ------------------------------------------------------------ ab over kernel commits
+
+
+def ab_plan(base: str, head: str) -> str:
+    """Two variants by commit, one in flow style, one in block style."""
+    variants = (
+        f"  base: {{kernel: {{commit: {base}}}}}\n  head:\n    kernel:\n      commit: {head}\n"
+    )
+    return PLAN_TEXT + "variants:\n" + variants
+
+
+def test_variants_by_commit_read_as_the_releases_they_built(tmp_path: Path) -> None:
+    from iolab.builds.kernel_commits import with_releases
+    from iolab.errors import PlanError
+
+    path = tmp_path / "plan.yaml"
+    path.write_text(ab_plan("a1b2c3d", SHA) + "  old: {kernel: 6.1.0-47-cloud-amd64}\n")
+    template = load_plan(str(path))
+    plan = with_releases(template, {"a1b2c3d": "6.9.0-iolab-a1b2c3d00000", SHA: REL})
+    assert [(c.variant, c.kernel, c.kernel_commit) for c in plan.cases] == [
+        ("base", "6.9.0-iolab-a1b2c3d00000", None),
+        ("head", REL, None),
+        ("old", "6.1.0-47-cloud-amd64", None),
+    ]
+    with pytest.raises(PlanError, match="could not name the built releases"):
+        with_releases(template, {"a1b2c3d": "6.9.0-iolab-a1b2c3d00000"})  # head left out
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--kernel-repo", "{repo}"], "--kernel-repo DIR and --kernel-build CMD together"),
+        (["--kernel-repo", "{repo}", "--kernel-build", "{hook}"], "give --fleet CLASS"),
+        (["--kernel-repo", "{repo}", "--kernel-build", "{hook}", "--fleet", "f"], "PostgreSQL"),
+        (["--kernel-repo", "{repo}", "--kernel-build", "{hook}", "--resume", "3"], "not both"),
+    ],
+)
+def test_ab_kernel_repo_refusals_are_one_line_before_any_build(
+    tmp_path: Path, repo: tuple[Path, list[str]], extra: list[str], says: str
+) -> None:
+    path, shas = repo
+    calls, hook = tmp_path / "calls", tmp_path / "hook.py"
+    hook.write_text(HOOK)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(ab_plan(shas[0], shas[1]))
+    argv = [a.format(repo=path, hook=f"{sys.executable} {hook} {calls}") for a in extra]
+    proc = iolab("ab", str(plan), *argv, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iolab: ") and says in lines[0], lines
+    assert not calls.exists() and not (tmp_path / "s.db").exists()
+
+
+class AbFleetStandIn:
+    """The fleet for an ab run over kernel commits, on the host: every case of a block must
+    name a release whose built artifacts the run's meta offers (what a host fetches and
+    installs); base measures 1000, head 700."""
+
+    def __init__(self, store: object, run: object) -> None:
+        from iolab.runs.lifecycle import OpenRun
+        from iolab.store.store import Store
+
+        assert isinstance(store, Store) and isinstance(run, OpenRun)
+        self.store, self.run = store, run
+        self.queue: list[int] = []
+
+    @property
+    def width(self) -> int:
+        return 1
+
+    def in_flight(self) -> list[int]:
+        return list(self.queue)
+
+    def stop(self, unused: object = ()) -> list[int]:
+        self.queue.clear()
+        return []
+
+    def start(self, block: int, cases: object = ()) -> None:
+        self.queue.append(block)
+
+    def next_finished(self) -> tuple[int, list[object]]:
+        from iolab.model.sample import Sample
+
+        block = self.queue.pop(0)
+        meta = self.store.run(self.run.run_id).meta
+        out: list[object] = []
+        for position, case in enumerate(self.run.plan.cases, start=1):
+            assert case.kernel is not None and artifacts.for_release(meta, case.kernel)
+            value = (700.0 if case.variant == "head" else 1000.0) * (1 + 0.003 * (block % 4))
+            sample = Sample(
+                run_id=self.run.run_id, variant=case.variant, cell=dict(case.cell), block=block,
+                position=position, metrics={"write.iops": value},
+            )  # fmt: skip
+            self.store.add_sample(sample)
+            out.append(sample)
+        return block, out
+
+
+@pytest.mark.postgres
+def test_ab_over_kernel_commits_builds_ships_and_compares(
+    pg_store: object, tmp_path: Path, repo: tuple[Path, list[str]]
+) -> None:
+    """`ab PLAN --kernel-repo` on the host: the plan's commits built by the hook (the bisect's
+    builder and cache), shipped to the store before any block, read back as releases on
+    resume, compared to a verdict, and their artifacts removed at the end."""
+    from iolab import ab
+    from iolab.ab.loop import SilentBlockReporter
+    from iolab.builds.kernel_commits import build_plan
+    from iolab.store.store import Store
+
+    assert isinstance(pg_store, Store)
+    path, shas = repo
+    calls, hook, plan_path = tmp_path / "calls", tmp_path / "hook.py", tmp_path / "plan.yaml"
+    hook.write_text(HOOK)
+    plan_path.write_text(ab_plan(shas[0][:10], shas[1]))
+    argv = (sys.executable, str(hook), str(calls))
+    plan, kernels = build_plan(load_plan(str(plan_path)), path, argv, tmp_path / "cache")
+    releases = {c.variant: c.kernel for c in plan.cases}
+    assert releases == {
+        "base": f"6.9.0-iolab-{shas[0][:12]}",
+        "head": f"6.9.0-iolab-{shas[1][:12]}",
+    }
+    checked = ab.run.check(plan, here=False)
+    first = ab.run.start(pg_store, checked, max_blocks=40, kernels=kernels)
+    meta = pg_store.run(first.run.run_id).meta
+    assert all(len(meta[artifacts.META][s]["artifacts"]) == 1 for s in shas[:2])
+    pg_store.finish_run(first.run.run_id, "interrupted")
+    # the same commits again: from the cache, not built a second time
+    again, _ = build_plan(load_plan(str(plan_path)), path, argv, tmp_path / "cache")
+    assert calls.read_text().split() == shas[:2] and again.text == plan.text
+    setup = ab.run.resume(pg_store, first.run.run_id, here=False)
+    assert {c.variant: c.kernel for c in setup.run.plan.cases} == releases
+    result = ab.run.run(
+        setup,
+        SilentBlockReporter(),
+        source=lambda run: AbFleetStandIn(pg_store, run),  # type: ignore[arg-type,return-value]
+    )
+    assert result.status == "finished" and result.report is not None
+    ((_, kpi),) = result.report.kpis()
+    assert kpi.verdict == "regression", kpi
+    assert pg_store.run(first.run.run_id).meta["kernel_artifacts_removed"] == 2

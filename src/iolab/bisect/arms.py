@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from iolab.bisect.settings import ArmBuild
+from iolab.builds.builder import BuildRecord
 from iolab.model.bisect import Commit
 from iolab.plan.model import Case, Plan
 from iolab.store.store import Store
@@ -23,22 +23,22 @@ from iolab.store.store import Store
 class ArmSource(Protocol):
     needs_build: bool  # False: each arm is measurable as named (nothing built, nothing recorded)
 
-    def build(self, name: str, builds: Mapping[str, ArmBuild]) -> ArmBuild:
+    def build(self, name: str, builds: Mapping[str, BuildRecord]) -> BuildRecord:
         """Make arm `name` measurable; a build that is not ok makes the arm unbuildable.
         Called once per arm and run, before the arm is measured."""
         ...
 
-    def publish(self, store: Store, build: ArmBuild) -> ArmBuild:
+    def publish(self, store: Store, build: BuildRecord) -> BuildRecord:
         """What the run records of a build (a kernel's artifacts go to the store first)."""
         ...
 
-    def plan(self, builds: Mapping[str, ArmBuild]) -> Plan:
+    def plan(self, builds: Mapping[str, BuildRecord]) -> Plan:
         """The plan the blocks measure, with every arm built so far."""
         ...
 
     def cases(self, plan: Plan, names: Sequence[str]) -> list[Case]: ...
 
-    def describe(self, name: str, build: ArmBuild | None) -> Commit: ...
+    def describe(self, name: str, build: BuildRecord | None) -> Commit: ...
 
     def close(self, store: Store, run_id: int, finished: bool) -> None:
         """The bisect stops; `finished`: it has ended (nothing left to resume)."""

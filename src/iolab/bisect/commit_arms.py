@@ -1,7 +1,7 @@
 """Commits built and measured here: the arm source of `iolab bisect PLAN --repo R`.
 
 Each commit is checked out into a work tree of its own and built there by `--build`
-(`iolab.bisect.builder`); the plan's one case is then bound to that tree (`bind`: `{src}`,
+(`iolab.builds.builder`); the plan's one case is then bound to that tree (`bind`: `{src}`,
 `{rev}`, a job file read from the tree) and measured in this process.  When the bisect ends,
 the work trees and the clone are removed (logs stay).
 """
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from iolab.bisect import git
-from iolab.bisect.builder import Builder
-from iolab.bisect.settings import ArmBuild, single_case
+from iolab.bisect.settings import single_case
+from iolab.builds import git
+from iolab.builds.builder import Builder, BuildRecord
 from iolab.errors import LabError, RefusedError
 from iolab.model.bisect import Commit
 from iolab.plan import confine
@@ -36,18 +36,18 @@ class CommitArms:
             repo, cache, build, option="--build", tree_per_commit=True, timeout_s=timeout_s
         )
 
-    def build(self, name: str, builds: Mapping[str, ArmBuild]) -> ArmBuild:
+    def build(self, name: str, builds: Mapping[str, BuildRecord]) -> BuildRecord:
         if self.builder.recall(name) is not None:
-            return ArmBuild(True, cached=True)
+            return BuildRecord(True, cached=True)
         ran = self.builder.run(name, {"IOLAB_SRC": str(self.builder.tree(name)), "IOLAB_REV": name})
         if ran.reason is None:
             self.builder.remember(name, {"seconds": ran.seconds})
-        return ArmBuild(ran.reason is None, ran.reason)
+        return BuildRecord(ran.reason is None, ran.reason)
 
-    def publish(self, store: Store, build: ArmBuild) -> ArmBuild:
+    def publish(self, store: Store, build: BuildRecord) -> BuildRecord:
         return build
 
-    def plan(self, builds: Mapping[str, ArmBuild]) -> Plan:
+    def plan(self, builds: Mapping[str, BuildRecord]) -> Plan:
         return self.template
 
     def cases(self, plan: Plan, names: Sequence[str]) -> list[Case]:
@@ -60,7 +60,7 @@ class CommitArms:
                 raise LabError(f"commit {sha[:12]} built before but not now: {done.reason}")
         return self.builder.tree(sha)
 
-    def describe(self, name: str, build: ArmBuild | None) -> Commit:
+    def describe(self, name: str, build: BuildRecord | None) -> Commit:
         return git.describe(self.repo, name)
 
     def close(self, store: Store, run_id: int, finished: bool) -> None:

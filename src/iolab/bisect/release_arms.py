@@ -14,7 +14,7 @@ from pathlib import Path
 
 from iolab.bisect.arms import by_variant
 from iolab.bisect.kernel_plan import kernel_plan
-from iolab.bisect.settings import ArmBuild
+from iolab.builds.builder import BuildRecord
 from iolab.errors import IolabError
 from iolab.model.bisect import Commit
 from iolab.plan.model import Case, Plan
@@ -53,19 +53,19 @@ class ReleaseArms:
     def __init__(self, template: Plan, releases: Sequence[str]) -> None:
         self.derived = kernel_plan(template, {r: r for r in check_releases(releases)})
 
-    def build(self, name: str, builds: Mapping[str, ArmBuild]) -> ArmBuild:
-        return ArmBuild(True)
+    def build(self, name: str, builds: Mapping[str, BuildRecord]) -> BuildRecord:
+        return BuildRecord(True)
 
-    def publish(self, store: Store, build: ArmBuild) -> ArmBuild:
+    def publish(self, store: Store, build: BuildRecord) -> BuildRecord:
         return build
 
-    def plan(self, builds: Mapping[str, ArmBuild]) -> Plan:
+    def plan(self, builds: Mapping[str, BuildRecord]) -> Plan:
         return self.derived
 
     def cases(self, plan: Plan, names: Sequence[str]) -> list[Case]:
         return by_variant(plan, names)
 
-    def describe(self, name: str, build: ArmBuild | None) -> Commit:
+    def describe(self, name: str, build: BuildRecord | None) -> Commit:
         return Commit(name, f"kernel {name}", "", "")
 
     def close(self, store: Store, run_id: int, finished: bool) -> None:

@@ -16,8 +16,6 @@ through a `runs.blocks` source: here (`LocalBlocks`, the same `LabSession.run_bl
 from __future__ import annotations
 
 import contextlib
-import os
-import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,18 +24,18 @@ from typing import Protocol
 
 import numpy as np
 
-from iolab.bisect import git
 from iolab.bisect.arms import ArmSource
 from iolab.bisect.engine import Bisection
 from iolab.bisect.settings import (
     KIND,
-    ArmBuild,
     BisectSettings,
     Mode,
     choose_kpi,
     single_case,
     stored_builds,
 )
+from iolab.builds import git
+from iolab.builds.builder import BuildRecord, default_cache
 from iolab.errors import IolabError, LabError
 from iolab.lab import runner
 from iolab.model.bisect import Measure, Outcome, SearchKind
@@ -99,7 +97,7 @@ class Session:
     settings: BisectSettings
     source: ArmSource
     engine: Bisection
-    builds: dict[str, ArmBuild] = field(default_factory=dict)
+    builds: dict[str, BuildRecord] = field(default_factory=dict)
     next_block: int = 1
     partial: dict[str, Sample] = field(default_factory=dict)  # stored part of next_block
     replayed: int = 0
@@ -125,7 +123,7 @@ class Session:
     def plan(self) -> Plan:
         return self.source.plan(self.builds)
 
-    def record(self, name: str, build: ArmBuild) -> None:
+    def record(self, name: str, build: BuildRecord) -> None:
         self.builds[name] = self.source.publish(self.store, build)
         recorded = {k: b.to_json() for k, b in self.builds.items()}
         self.store.update_run_meta(self.run_id, {self.settings.builds_key: recorded})
@@ -136,24 +134,11 @@ class Progress:
 
     def building(self, session: Session, name: str) -> None: ...
 
-    def built(self, session: Session, name: str, build: ArmBuild) -> None: ...
+    def built(self, session: Session, name: str, build: BuildRecord) -> None: ...
 
     def block(self, session: Session, block: int, measure: Measure) -> None: ...
 
     def step(self, session: Session) -> None: ...
-
-
-def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "iolab" / "bisect"
-
-
-def build_argv(text: str | None, option: str) -> tuple[str, ...]:
-    """A build command given on the command line (split like a shell, not run by one)."""
-    try:
-        return tuple(shlex.split(text)) if text else ()
-    except ValueError as e:
-        raise IolabError(f"{option}: {e}") from None
 
 
 def source_for(settings: BisectSettings, template: Plan) -> ArmSource:
@@ -168,8 +153,8 @@ def source_for(settings: BisectSettings, template: Plan) -> ArmSource:
         from iolab.bisect.commit_arms import CommitArms
 
         return CommitArms(template, repo, cache, settings.build)
-    from iolab.bisect.kernel_build import KernelBuilder
     from iolab.bisect.kernel_commit_arms import KernelCommitArms
+    from iolab.builds.kernel import KernelBuilder
 
     return KernelCommitArms(template, KernelBuilder(repo, cache, settings.build))
 

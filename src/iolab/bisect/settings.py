@@ -7,7 +7,7 @@ Every bisect stores one `BisectSettings` under `"bisect"`, with its `mode` said,
 refused in one line (start it again): its settings were written in three shapes, and
 guessing which from the keys present is what the mode replaces.
 
-Each arm's build is an `ArmBuild` (`"bisect_builds"`; a kernel commit's under
+Each arm's build is an `BuildRecord` (`"bisect_builds"`; a kernel commit's under
 `"kernel_builds"`, which the fleet's workers read to fetch the artifacts).
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from iolab.bisect.engine import Bisection, Settings
+from iolab.builds.builder import BuildRecord
 from iolab.errors import IolabError, PlanError
 from iolab.kernels import artifacts
 from iolab.model.bisect import SearchKind
@@ -118,59 +119,10 @@ class BisectSettings:
             ) from None
 
 
-@dataclass(frozen=True)
-class ArmBuild:
-    """One arm made measurable, or why not (the engine then skips it, as `git bisect skip`).
-    A kernel commit's build also names its release, files and (once in the store) their
-    large objects, in the shape `iolab.kernels.artifacts` reads on the hosts."""
-
-    ok: bool
-    reason: str | None = None
-    release: str | None = None
-    release_without_sha: str | None = None
-    files: tuple[str, ...] = ()
-    sha256: tuple[str, ...] = ()
-    artifacts: tuple[dict[str, Any], ...] = ()
-    cached: bool = False  # not stored: this process took it from the build cache
-
-    @property
-    def state(self) -> str:
-        return "ok" if self.ok else f"failed: {self.reason or 'build failed'}"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": self.ok}
-        if not self.ok:
-            out["reason"] = self.reason
-        if self.release is not None:
-            out |= {
-                "release": self.release,
-                "release_without_sha": self.release_without_sha,
-                "files": list(self.files),
-                "sha256": list(self.sha256),
-                "artifacts": list(self.artifacts),
-            }
-        return out
-
-    @classmethod
-    def from_json(cls, data: Any) -> ArmBuild:
-        if not isinstance(data, dict):
-            raise TypeError("a build record is not an object")
-        release = data.get("release")
-        return cls(
-            ok=bool(data["ok"]),
-            reason=data.get("reason"),
-            release=None if release is None else str(release),
-            release_without_sha=data.get("release_without_sha"),
-            files=tuple(str(f) for f in data.get("files") or ()),
-            sha256=tuple(str(d) for d in data.get("sha256") or ()),
-            artifacts=tuple(data.get("artifacts") or ()),
-        )
-
-
-def stored_builds(run: RunInfo, settings: BisectSettings) -> dict[str, ArmBuild]:
+def stored_builds(run: RunInfo, settings: BisectSettings) -> dict[str, BuildRecord]:
     recorded = run.meta.get(settings.builds_key) or {}
     try:
-        return {str(k): ArmBuild.from_json(v) for k, v in dict(recorded).items()}
+        return {str(k): BuildRecord.from_json(v) for k, v in dict(recorded).items()}
     except (KeyError, TypeError, ValueError):
         raise IolabError(f"run {run.id} has incomplete build records; cannot resume it") from None
 

@@ -103,8 +103,7 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     render = {"json": bisect_json.render, "markdown": bisect_text.render_markdown}
     text = render.get(opt["format_name"], bisect_text.render_table)(report)
     Path(opt["output"]).write_text(text) if opt["output"] else click.echo(text, nl=False)
-    if EXIT_BY_RESULT[outcome.kind]:
-        sys.exit(EXIT_BY_RESULT[outcome.kind])
+    sys.exit(EXIT_BY_RESULT[outcome.kind] or None)  # 0: found
 
 
 def _positional(
@@ -128,7 +127,8 @@ def _positional(
 
 
 def _request(plan_path: str, releases: list[str], opt: dict[str, Any]) -> Any:
-    from iolab.bisect.session import Request, build_argv
+    from iolab.bisect.session import Request
+    from iolab.builds.builder import command as build_argv
     from iolab.plan import load_plan
 
     kernel = opt["kernel_repo"] is not None or opt["kernel_build"] is not None

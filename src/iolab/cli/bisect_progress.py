@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from iolab.bisect.session import Progress, Session
-from iolab.bisect.settings import ArmBuild
+from iolab.builds.builder import BuildRecord
 from iolab.model.bisect import Measure
 
 
@@ -32,7 +32,7 @@ class ConsoleProgress(Progress):
     def building(self, session: Session, name: str) -> None:
         self.say(f"preparing {session.label(name)}")
 
-    def built(self, session: Session, name: str, build: ArmBuild) -> None:
+    def built(self, session: Session, name: str, build: BuildRecord) -> None:
         if not build.ok:
             self.say(f"{session.label(name)} is unbuildable: {build.reason}")
         elif build.release is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,14 +151,16 @@ def reopen(
     destroy_data: bool = False,
     here: bool = True,
     template_sha256: str | None = None,
+    derive: Callable[[Plan], Plan] | None = None,
 ) -> OpenRun:
     """Run `run_id` again with its own plan and seed, after the same preflight as a new run.
 
     The run must be of `kind` and not running elsewhere; its plan file must be where it was
     and unchanged (SHA-256), so that the block orders and cases that follow are the ones
     the run started with.  A run that stored a plan derived from the file (a kernel bisect's,
-    one variant per kernel) gives the file's own SHA-256 as `template_sha256`; the plan
-    returned is then the file's, for the caller to derive again.
+    one variant per kernel; an ab run's with its kernel commits' releases) gives the file's
+    own SHA-256 as `template_sha256`; the plan returned is then the file's, or what `derive`
+    makes of it before it is checked.
     """
     info = store.run(run_id)
     if info.kind != kind:
@@ -173,6 +175,7 @@ def reopen(
     wanted = template_sha256 or info.plan_hash
     if wanted and plan.sha256 != wanted:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    plan = derive(plan) if derive is not None else plan
     _runs_here(plan, here=here)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     if here:

@@ -26,7 +26,7 @@ hold the package `linux-image-<release>`.
 Exit status non-zero: the commit is unbuildable (the engine skips it, as `git bisect skip`).
 A manifest that is missing or wrong is the hook's fault, not the commit's: it ends the
 bisect in one line.  The clone, the log, the time limit and the cache per build command and
-sha are `iolab.bisect.builder`'s (`<cache>/kernels/builds/<digest of the command>/<sha>/`):
+sha are `iolab.builds.builder`'s (`<cache>/kernels/builds/<digest of the command>/<sha>/`):
 a commit visited again, or a repeated bisect with the same command, is not built again (the
 hook's own files are not part of the key: after changing the script, remove the cache); a
 cached build whose artifacts changed is built again.
@@ -40,7 +40,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.bisect.builder import DONE, Builder
+from iolab.builds.builder import DONE, Builder
 from iolab.errors import IolabError, LabError, RefusedError
 from iolab.kernels.artifacts import file_sha256
 from iolab.plan.sections import _RELEASE
@@ -151,7 +151,7 @@ def check_debs(manifest: Manifest, where: str) -> None:
 
 
 class KernelBuilder:
-    """Kernel commits built by the hook in one reused work tree (`iolab.bisect.builder`),
+    """Kernel commits built by the hook in one reused work tree (`iolab.builds.builder`),
     each good build's manifest and artifact checksums kept with it."""
 
     def __init__(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -26,10 +27,74 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from iolab.bisect.git import git
+from iolab.builds.git import git
 from iolab.errors import IolabError
 
 DONE = "iolab-built.json"
+
+
+def command(text: str | None, option: str) -> tuple[str, ...]:
+    """A build command given on the command line (split like a shell, not run by one)."""
+    try:
+        return tuple(shlex.split(text)) if text else ()
+    except ValueError as e:
+        raise IolabError(f"{option}: {e}") from None
+
+
+def default_cache() -> Path:
+    """Where builds go unless `--cache` says otherwise (shared by bisect and ab)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "iolab" / "bisect"
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """One commit built, or why not (a bisect then skips it, as `git bisect skip`), as a
+    run's meta records it.  A kernel commit's build also names its release, files and (once
+    in the store) their large objects, in the shape `iolab.kernels.artifacts` reads on the
+    hosts."""
+
+    ok: bool
+    reason: str | None = None
+    release: str | None = None
+    release_without_sha: str | None = None
+    files: tuple[str, ...] = ()
+    sha256: tuple[str, ...] = ()
+    artifacts: tuple[dict[str, Any], ...] = ()
+    cached: bool = False  # not stored: this process took it from the build cache
+
+    @property
+    def state(self) -> str:
+        return "ok" if self.ok else f"failed: {self.reason or 'build failed'}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok}
+        if not self.ok:
+            out["reason"] = self.reason
+        if self.release is not None:
+            out |= {
+                "release": self.release,
+                "release_without_sha": self.release_without_sha,
+                "files": list(self.files),
+                "sha256": list(self.sha256),
+                "artifacts": list(self.artifacts),
+            }
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> BuildRecord:
+        if not isinstance(data, dict):
+            raise TypeError("a build record is not an object")
+        release = data.get("release")
+        return cls(
+            ok=bool(data["ok"]),
+            reason=data.get("reason"),
+            release=None if release is None else str(release),
+            release_without_sha=data.get("release_without_sha"),
+            files=tuple(str(f) for f in data.get("files") or ()),
+            sha256=tuple(str(d) for d in data.get("sha256") or ()),
+            artifacts=tuple(data.get("artifacts") or ()),
+        )
 
 
 @dataclass(frozen=True)
