@@ -1,5 +1,6 @@
-"""The commits of a bisection, read from the user's repository (read-only: rev-parse,
-rev-list, show).  Every git call is an argument list."""
+"""The commits of a user's repository, read only (rev-parse, rev-list, show, merge-base):
+what `iolab bisect` bisects and `iolab ab --kernel-repo` builds.  Every git call is an
+argument list."""
 
 from __future__ import annotations
 
