@@ -80,3 +80,28 @@ def test_a_mail_that_does_not_say_what_it_compares() -> None:
     assert "the mail does not say which variants it compares: one case" in done.notes
     assert any(n.startswith("  candidate, line 1: Writes got slower") for n in done.notes)
     assert "\nvariants:" not in done.plan_text
+
+
+@pytest.mark.parametrize(
+    ("params", "jobs", "runtime"),
+    [
+        # lkp-tests jobs/fio-basic/fio-basic-1ssd-read.yaml
+        ({"nr_task": "8t", "runtime": "60", "test_size": "1024M", "bs": "128k"}, 8, "60s"),
+        # jobs/fio-basic-1ssd-write.yaml: `nr_task: [1, 100%]`, `runtime: 20m`, `test_size: 32G`
+        ({"nr_task": "1", "runtime": "20m", "test_size": "32G"}, 1, "1200s"),
+        ({"nr_task": "100%", "runtime": "300s", "test_size": "128G"}, 8, "300s"),
+        # robot mails of 2019-2025: `nr_task: 8t`, `test_size: 256g`
+        ({"nr_task": "8t", "runtime": "300s", "test_size": "256g"}, 8, "300s"),
+    ],
+)
+def test_lkp_parameters_in_the_forms_its_job_files_use(
+    params: dict[str, str], jobs: int, runtime: str
+) -> None:
+    from iolab.reproduce.robot import fio_basic_plan
+
+    plan = fio_basic_plan(
+        {"fs": "ext4", **params}, machine="8 threads 1 sockets Intel(R) Core(TM) i7"
+    )
+    loaded = yaml.safe_load(plan.text)
+    assert f"numjobs={jobs}" in loaded["workload"]["fio"]
+    assert loaded["vars"]["runtime"] == runtime
