@@ -125,7 +125,7 @@ def cell_plan(tables: Sequence[Comparison]) -> CellPlan | None:
         draft.notes += notes
         used = [
             (f"line {table.line}", " ".join(kernels), "the kernels compared (variants)"),
-            (where, f"{len(cells)} cells like {example}", draft.matrix_note),
+            (where, example, f"{len(cells)} cells like it: {draft.matrix_note}"),
         ]
         return CellPlan(render(draft), used, notes)
     return None
