@@ -100,7 +100,9 @@ def command_mails(draw: st.DrawFn) -> Mail:
             quote = draw(st.sampled_from(["", '"', "'"]))
             assigned.append(f"{name}={quote}{value}{quote}")
             value = ref
-        words.append(f"--{key}" if value is None else f"--{key}={value}")
+        # fio takes an option's value after `=` or as the next word
+        eq = draw(st.sampled_from(["=", "=", " "])) if key != "name" else "="
+        words.append(f"--{key}" if value is None else f"--{key}{eq}{value}")
     program = draw(st.sampled_from(["fio", "/usr/bin/fio", "sudo fio"]))
     text = program
     lines: list[str] = []

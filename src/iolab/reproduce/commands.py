@@ -419,12 +419,14 @@ class _FioBuild:
 def _fio(line: shell.Line, words: list[str], variables: shell.Variables) -> Fio | Ignored:
     build = _FioBuild()
     used: list[tuple[str, int]] = []
+    filled: list[str] = []
     for raw in words[1:]:
         expanded = shell.expand(raw, variables)
         used += expanded.used
         if expanded.unknown:
             return Ignored(line, f"uses ${expanded.unknown[0]}, which the mail never sets")
-        word = expanded.text
+        filled.append(expanded.text)
+    for word in _joined_values(filled):
         if word in ("--server", "--client") or word.startswith(("--client=", "--server=")):
             return Ignored(line, "a fio client/server run")
         if word in ("-v", "--version", "--help", "-h") or word.startswith("--cmdhelp"):
@@ -455,6 +457,34 @@ def _fio(line: shell.Line, words: list[str], variables: shell.Variables) -> Fio 
         tuple(dict.fromkeys(used)),
         tuple(build.job_files),
     )
+
+
+# fio command-line options that take no value: a word after one is a job file
+_FIO_FLAGS = frozenset(
+    ("thread", "time_based", "group_reporting", "norandommap", "parse-only", "showcmd",
+     "readonly", "latency-log", "bandwidth-log", "warnings-fatal", "minimal", "append-terse",
+     "eta-newline", "debug", "inplace", "runtime_unlimited")
+)  # fmt: skip
+_JOB_FILE = re.compile(r"\.(?:fio|job|jobs|ini|cfg|conf)$")
+
+
+def _joined_values(words: list[str]) -> list[str]:
+    """`--bs 4k` (fio takes an option's value as the next word too) → `--bs=4k`; a word after
+    a flag (`--thread`) or one named like a job file (`x.fio`) stays a job file."""
+    out: list[str] = []
+    for word in words:
+        previous = out[-1] if out else ""
+        if (
+            not word.startswith("-")
+            and previous.startswith("--")
+            and "=" not in previous
+            and previous[2:] not in _FIO_FLAGS
+            and not _JOB_FILE.search(word)
+        ):
+            out[-1] = f"{previous}={word}"
+            continue
+        out.append(word)
+    return out
 
 
 def is_device(path: str) -> bool:
