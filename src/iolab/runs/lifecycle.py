@@ -121,7 +121,8 @@ def _runs_here(plan: Plan, *, here: bool) -> None:
     why = plan.unmeetable()
     if why is not None:
         raise RefusedError(f"{plan.path or plan.name}: refusing: {why}")
-    why = plan.needs_kernel_repo()  # no run takes a kernel repository yet
+    # kernels named by commit: `ab --kernel-repo` reads them as the releases it built first
+    why = plan.needs_kernel_repo()
     if why is not None:
         raise PlanError(f"{plan.path or plan.name}: {why}")
     why = plan.needs_worker() if here else None
