@@ -149,3 +149,14 @@ def test_0s_is_a_duration_and_a_timeout_must_be_longer(tmp_path: Path) -> None:
     assert {c.prepare.settle_s for c in minutes.cases} == {90.0}
     with pytest.raises(PlanError, match="timeout: must be longer than 0s"):
         load_plan(write(tmp_path, PLAN + "timeout: 0s\n"))
+
+
+def test_a_plan_naming_kernel_commits_runs_with_ab_kernel_repo(tmp_path: Path) -> None:
+    text = PLAN.replace("  a: {}", "  a: {kernel: {commit: 3430818739}}").replace(
+        "  b: {filesystem: {mount_options: noatime}}", "  b: {kernel: {commit: 4e159150a9}}"
+    )
+    found = check_plan(write(tmp_path, text))
+    here, guest, fleet = found.places
+    assert not here.ok
+    assert guest.ok and fleet.ok and "--kernel-repo" in fleet.how and "4e159150a9" in fleet.how
+    assert {c.kernel for c in found.cases} == {"commit 3430818739", "commit 4e159150a9"}

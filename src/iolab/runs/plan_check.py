@@ -106,7 +106,7 @@ def _case_line(case: Case) -> CaseLine:
         cell=dict(case.cell),
         target=_target(case),
         workload=case.workload.kind,
-        kernel=case.kernel,
+        kernel=case.kernel or (f"commit {case.kernel_commit[:12]}" if case.kernel_commit else None),
         seconds=seconds,
         bounded=bounded,
     )
@@ -167,6 +167,13 @@ def _guest(plan: Plan) -> Place:
         recipe_for(kernels)
     except IolabError as exc:
         return Place("a guest", False, exc.message)
+    if plan.kernel_commits():
+        return Place(
+            "a guest",
+            True,
+            "as a fleet host (iolab guest up NAME --kernels R --class CLASS …) that boots the "
+            f"kernels built from its commits: {_built_on_fleet(plan)}",
+        )
     if plan.switches_kernels:
         names = ",".join(kernels) if kernels else "R1,R2"
         return Place(
@@ -184,10 +191,18 @@ def _fleet(plan: Plan) -> Place:
         return Place("a fleet", False, why)
     needs = sorted(plan.requirements())
     kernels = sorted({c.kernel for c in plan.cases if c.kernel is not None})
+    kernels += [f"kernels built from commit {sha[:12]}" for sha in plan.kernel_commits()]
     wanted = []
     if needs:
         wanted.append(f"that can make {', '.join(needs)}")
     if plan.switches_kernels:
         wanted.append(f"that boot {', '.join(kernels) if kernels else 'kernel command lines'}")
     hosts = f"hosts {' and '.join(wanted)}" if wanted else "any host"
+    if plan.kernel_commits():
+        return Place("a fleet", True, f"{_built_on_fleet(plan)}, a CLASS of {hosts}")
     return Place("a fleet", True, f"iolab run --fleet CLASS {plan.path}, a CLASS of {hosts}")
+
+
+def _built_on_fleet(plan: Plan) -> str:
+    """The command that builds a plan's kernel commits and runs it on a fleet."""
+    return f"iolab ab --kernel-repo DIR --kernel-build CMD --fleet CLASS {plan.path}"
