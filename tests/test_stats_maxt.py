@@ -209,7 +209,7 @@ def _table(values: list[list[float]], dup: int | None, factor: float) -> list[Me
         )
     ),
     st.data(),
-    st.sampled_from([1.0, 2.0, 4096.0]),
+    st.sampled_from([1.0, 2.0, 3.0, 0.1, 4096.0]),
     st.booleans(),
 )
 def test_duplicating_a_metric_never_changes_any_adjusted_p(

@@ -414,7 +414,7 @@ def _known(p_value: float | None) -> float:
     return float(p_value)
 
 
-_ALIAS_DIGITS = 9  # "exact" multiples: equal ratios to 9 significant digits
+_ALIAS_TOLERANCE = 1e-9  # "exact" multiples: every ratio equal to this relative tolerance
 
 
 def _aliases(prepared: Sequence[_Prepared], idx: Sequence[int]) -> dict[int, list[int]]:
@@ -422,22 +422,33 @@ def _aliases(prepared: Sequence[_Prepared], idx: Sequence[int]) -> dict[int, lis
     other, in every sample (jbd2.transactions and transactions_requested; io_bytes and
     total_ios at one block size).  Representative index → the others; the representative is
     the shortest name (then the first in order)."""
-    groups: dict[tuple[object, ...], list[int]] = {}
+    by_design: dict[tuple[object, ...], list[int]] = {}
     for i in idx:
         prep = prepared[i]
-        values = np.concatenate([prep.values_a, prep.values_b])
-        nonzero = np.flatnonzero(values)
-        if nonzero.size == 0 or not np.all(np.isfinite(values)):
-            continue
-        ratio = values / values[nonzero[0]]
-        shape = np.array([float(f"{v:.{_ALIAS_DIGITS}g}") for v in ratio])
-        key = (prep.paired, prep.rows_a, prep.rows_b, shape.tobytes())
-        groups.setdefault(key, []).append(i)
+        by_design.setdefault((prep.paired, prep.rows_a, prep.rows_b), []).append(i)
     out: dict[int, list[int]] = {}
-    for members in groups.values():
-        if len(members) > 1:
-            rep = min(members, key=lambda i: (len(prepared[i].item.name), i))
-            out[rep] = [i for i in members if i != rep]
+    for members in by_design.values():
+        shapes, kept = [], []
+        for i in members:
+            values = np.concatenate([prepared[i].values_a, prepared[i].values_b])
+            nonzero = np.flatnonzero(values)
+            if nonzero.size and np.all(np.isfinite(values)):
+                shapes.append(values / values[nonzero[0]])
+                kept.append(i)
+        if len(kept) < 2:
+            continue
+        r = np.array(shapes)  # (metrics, values): each metric over its first non-zero value
+        taken = np.zeros(len(kept), dtype=bool)
+        for row in range(len(kept)):
+            if taken[row]:
+                continue
+            tolerance = _ALIAS_TOLERANCE * np.maximum(np.abs(r[row]), 1.0)
+            same = ~taken & np.all(np.abs(r - r[row]) <= tolerance, axis=1)
+            group = [kept[c] for c in np.flatnonzero(same)]
+            taken |= same
+            if len(group) > 1:
+                rep = min(group, key=lambda i: (len(prepared[i].item.name), i))
+                out[rep] = [i for i in group if i != rep]
     return out
 
 
