@@ -229,6 +229,7 @@ def main() -> None:
     ap.add_argument("--power-reps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--part", choices=("both", "aa", "power"), default="both")
     ap.add_argument("--demo", type=Path, metavar="DB", help="a store holding a paired run")
     ap.add_argument("--run", type=int, default=1)
     args = ap.parse_args()
@@ -248,7 +249,7 @@ def main() -> None:
         "|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
-    for n in args.blocks:
+    for n in args.blocks if args.part != "power" else ():
         rows = aa(names, values, n, args.reps, args.seed)
         print("\n".join(rows), flush=True)
         lines += rows
@@ -263,7 +264,7 @@ def main() -> None:
     ]
     print("\n".join(head), flush=True)
     lines += head
-    for n in args.blocks:
+    for n in args.blocks if args.part != "aa" else ():
         for groups in (("jbd2",), tuple(GROUPS)):
             rows = power(names, values, n, args.power_reps, args.seed, groups)
             print("\n".join(rows), flush=True)

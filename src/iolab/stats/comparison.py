@@ -422,31 +422,28 @@ def _aliases(prepared: Sequence[_Prepared], idx: Sequence[int]) -> dict[int, lis
     other, in every sample (jbd2.transactions and transactions_requested; io_bytes and
     total_ios at one block size).  Representative index → the others; the representative is
     the shortest name (then the first in order)."""
-    by_design: dict[tuple[object, ...], list[int]] = {}
+    # exact multiples (by a positive factor) order their samples alike: metrics are only
+    # compared within a design and an order, then value by value
+    buckets: dict[tuple[object, ...], list[tuple[int, NDArray[np.float64]]]] = {}
     for i in idx:
         prep = prepared[i]
-        by_design.setdefault((prep.paired, prep.rows_a, prep.rows_b), []).append(i)
-    out: dict[int, list[int]] = {}
-    for members in by_design.values():
-        shapes, kept = [], []
-        for i in members:
-            values = np.concatenate([prepared[i].values_a, prepared[i].values_b])
-            nonzero = np.flatnonzero(values)
-            if nonzero.size and np.all(np.isfinite(values)):
-                shapes.append(values / values[nonzero[0]])
-                kept.append(i)
-        if len(kept) < 2:
+        values = np.concatenate([prep.values_a, prep.values_b])
+        nonzero = np.flatnonzero(values)
+        if nonzero.size == 0 or not np.all(np.isfinite(values)):
             continue
-        r = np.array(shapes)  # (metrics, values): each metric over its first non-zero value
-        taken = np.zeros(len(kept), dtype=bool)
-        for row in range(len(kept)):
-            if taken[row]:
-                continue
-            tolerance = _ALIAS_TOLERANCE * np.maximum(np.abs(r[row]), 1.0)
-            same = ~taken & np.all(np.abs(r - r[row]) <= tolerance, axis=1)
-            group = [kept[c] for c in np.flatnonzero(same)]
-            taken |= same
-            if len(group) > 1:
+        shape = values / values[nonzero[0]]
+        order = np.argsort(shape, kind="stable").tobytes()
+        buckets.setdefault((prep.paired, prep.rows_a, prep.rows_b, order), []).append((i, shape))
+    out: dict[int, list[int]] = {}
+    for members in buckets.values():
+        left = list(members)
+        while len(left) > 1:
+            _, shape = left[0]
+            tolerance = _ALIAS_TOLERANCE * np.maximum(np.abs(shape), 1.0)
+            same = [(j, r) for j, r in left if np.all(np.abs(r - shape) <= tolerance)]
+            left = [(j, r) for j, r in left if all(j != k for k, _ in same)]
+            if len(same) > 1:
+                group = [j for j, _ in same]
                 rep = min(group, key=lambda i: (len(prepared[i].item.name), i))
                 out[rep] = [i for i in group if i != rep]
     return out

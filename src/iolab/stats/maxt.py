@@ -17,7 +17,8 @@ with; two identical metrics then cost nothing, and the family-wise error rate is
   the one-sample t of d, |mean| / (sd / sqrt(n)); all 2^n joint sign flips when n <= 16
   (exact), else the identity and 1,999 drawn with a fixed generator (the same data give
   the same p-values).
-- Unpaired: Welch's t of the transformed values; joint permutations of the sample labels
+- Unpaired: Student's two-sample t of the transformed values (pooled variance: with equal
+  sides the same as Welch's); joint permutations of the sample labels
   (all of them when there are at most 2,000, else the identity and 1,999 drawn).
 - Transform per metric, decided on the pooled values of both sides (so it is the same
   under every relabelling): log when every value is > 0 (changes are multiplicative);
@@ -160,26 +161,25 @@ def _studentized(
 
 
 def _unpaired_t(x: NDArray[np.float64], labels: NDArray[np.float64]) -> NDArray[np.float64]:
-    """|Welch t| of every metric (columns of x, NaN = missing) under every labelling."""
+    """|Student's two-sample t| of every metric (columns of x, NaN = missing) under every
+    labelling.  The pooled variance needs only B's sum: every labelling keeps each metric's
+    total sum and sum of squares, so one product per metric and labelling does (and with
+    equal sides it is Welch's t)."""
     present = ~np.isnan(x)
     x0 = np.where(present, x, 0.0)
-    sq = x0 * x0
-    tot_s, tot_q = x0.sum(axis=0), sq.sum(axis=0)
-    sb, qb = labels @ x0, labels @ sq
+    tot_s, tot_q = x0.sum(axis=0), (x0 * x0).sum(axis=0)
+    sb = labels @ x0
     if present.all():  # a relabelling keeps each side's size: counts are constants
         nb: NDArray[np.float64] | float = float(labels[0].sum())
         tot_n: NDArray[np.float64] | float = float(x.shape[0])
     else:
-        p = present.astype(float)
-        nb, tot_n = labels @ p, p.sum(axis=0)
+        nb, tot_n = labels @ present.astype(float), present.sum(axis=0).astype(float)
     na = tot_n - nb
-    sa, qa = tot_s - sb, tot_q - qb
     with np.errstate(divide="ignore", invalid="ignore"):
         mb = sb / nb
-        ma = sa / na
-        va = np.maximum(qa - sa * ma, 0.0) / (na - 1.0)
-        vb = np.maximum(qb - sb * mb, 0.0) / (nb - 1.0)
-        t = np.abs(mb - ma) / np.sqrt(va / na + vb / nb)
+        ma = (tot_s - sb) / na
+        within = np.maximum(tot_q - na * ma * ma - nb * mb * mb, 0.0) / (tot_n - 2.0)
+        t = np.abs(mb - ma) / np.sqrt(within * (1.0 / na + 1.0 / nb))
     t = np.where(np.isnan(t), 0.0, t)
     return np.where((na < 2) | (nb < 2), 0.0, t)
 
