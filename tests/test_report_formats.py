@@ -658,3 +658,44 @@ def test_per_group_rates_of_imports_are_kpis(db: str) -> None:
     assert metrics["group0.write.iops"]["verdict"] == "improvement"
     assert metrics["group1.write.iops"]["direction"] == "higher"
     assert not metrics["group1.write.clat_ns.mean"]["kpi"]
+
+
+def test_one_device_read_by_two_monitors_shows_once() -> None:
+    """fio's disk.loop0.X and the diskstats monitor's counter for the same thing are one
+    row (the monitor's, naming fio's) when both moved alike; when their verdicts differ both
+    stay, since they are not equal numbers."""
+    from iolab.analysis.build import one_device_once
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput
+
+    blocks: list[str | int] = list(range(9))
+
+    def pair(name: str, a: list[float], b: list[float], kpi: bool = False) -> MetricInput:
+        return MetricInput(name, a, b, kpi=kpi, blocks_a=blocks, blocks_b=blocks)
+
+    rise = [500.0 + 7 * i for i in range(9)], [90_000.0 + 500 * (i % 4) for i in range(9)]
+    items = [
+        pair("write.iops", [100.0 + i for i in range(9)], [50.0 + i for i in range(9)], True),
+        pair("disk.loop0.write_merges", *rise),
+        pair("diskstats.loop0.write_merges", [v * 1.05 + 1 for v in rise[0]], rise[1]),
+        pair(
+            "disk.loop0.util_pct",
+            [40.0 + i % 3 for i in range(9)],
+            [41.0 - i % 3 for i in range(9)],
+        ),
+        pair(
+            "diskstats.loop0.util_pct", [30.0 + i for i in range(9)], [90.0 - i for i in range(9)]
+        ),
+    ]
+    comparison = one_device_once(compare(items))
+    rows = {m.name: m for m in comparison.metrics}
+    assert rows["disk.loop0.write_merges"].alias_of == "diskstats.loop0.write_merges"
+    assert rows["diskstats.loop0.write_merges"].aliases == ("disk.loop0.write_merges",)
+    assert rows["disk.loop0.util_pct"].alias_of is None  # inconclusive beside "changed"
+    report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
+    brief = render(report, "brief")
+    assert "diskstats.loop0.write_merges" in brief and "= disk.loop0.write_merges" in brief
+    assert "  disk.loop0.write_merges" not in brief
+    table = render(report, "table", RenderOptions(show_all=True))
+    assert "diskstats.loop0.write_merges (= disk.loop0.write_merges)" in table
