@@ -30,10 +30,10 @@ with; two identical metrics then cost nothing, and the family-wise error rate is
 Why not min-P (the smallest per-metric p as the statistic): at 9 blocks a signed-rank p can
 take only a few values, and every metric that moved the same way in all 9 blocks sits at the
 smallest, 2/512; the joint distribution of the minimum then counts the distinct sign
-patterns of the noise metrics (2 flips of 512 each), which on the demo's data puts the
-adjusted p of every metric above 0.2 (docs/statistics.md).  The studentized t keeps the
-size of the move, so a 5-fold change in every block stands out from noise that happens to
-share a sign pattern.
+patterns of the metrics (2 flips of 2^n each), which on the demo's data (8 blocks, 18
+patterns) puts the adjusted p of every metric at 0.14 or above (docs/statistics.md).  The
+studentized t keeps the size of the move, so a 5-fold change in every block stands out from
+noise that happens to share a sign pattern.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ EXACT_MAX_BLOCKS = 16  # 2^16 = 65,536 joint sign flips: exact up to here
 # drawn relabellings beyond that (plus the observed one).  The test stays exact at any
 # number of draws (the observed labelling is one of them); more draws only sharpen p: at
 # 2,000 an adjusted p near 0.05 is known to ±0.005, and 100 metrics x 50 samples per side
-# are corrected in ~25 ms (docs/compare.md)
+# are corrected in ~15 ms of CPU (docs/compare.md)
 DRAWS = 1_999
 EXACT_MAX_PERMUTATIONS = 2_000
 _SEED = 20_261_126  # fixed: the same data always give the same adjusted p-values
@@ -79,7 +79,7 @@ class JointResult:
         what = (
             "joint sign flips of the blocks"
             if self.design == "paired"
-            else ("joint permutations of the sample labels")
+            else "joint permutations of the sample labels"
         )
         return f"Westfall–Young step-down max-T over {how} {self.relabellings:,} {what}"
 
