@@ -18,13 +18,9 @@ from iolab.stats.maxt import joint_maxt, sign_flips
 from iolab.stats.multiple import graphical, graphical_holm
 from iolab.stats.types import MetricInput
 
-# derandomized like the other property tests: CI and a laptop see the same examples
-PROPERTY = settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+# as the other property tests: CI=true loads Hypothesis' "ci" profile (derandomized), while
+# `make test` and `make fuzz` draw fresh examples (docs/testing.md)
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _t_paired(d: np.ndarray) -> np.ndarray:
