@@ -202,10 +202,10 @@ def demo(db: Path, run: int) -> None:
     for correction in corrections:
         verdicts = run_one(items, correction)
         moved = [n for n, v in verdicts.items() if n != KPI and v in SIGNIFICANT]
+        merges = next((n for n in verdicts if n.endswith(".write_merges")), "write_merges")
         print(
             f"  {correction}: {len(moved)} moved; jbd2.transactions "
-            f"{verdicts.get('jbd2.transactions')}, write merges "
-            f"{verdicts.get('diskstats.loop0.write_merges')}"
+            f"{verdicts.get('jbd2.transactions')}, {merges} {verdicts.get(merges)}"
         )
     pooled = transform(np.vstack([a[:, varied], b[:, varied]]))
     d = pooled[len(blocks) :] - pooled[: len(blocks)]
