@@ -141,7 +141,7 @@ def _kpi_overview(report: Report) -> Block:
 def _metric_rows(metrics: list[MetricComparison]) -> list[list[str]]:
     return [
         [
-            shown_name(m),
+            f"{m.name} (+{len(m.aliases)})" if m.aliases else m.name,
             f"{fmt.value(m.a.median, m.unit)} ({m.a.n})",
             f"{fmt.value(m.b.median, m.unit)} ({m.b.n})",
             fmt.pct(m.change_pct),
@@ -293,6 +293,10 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
                 right={1, 2, 3, 5},
             )
         )
+        named = [shown_name(m) for m in secondary if m.aliases]
+        if named:
+            # "(+N)" in the table: the other names of one measurement, said once here
+            out.append(Block("lines", text="one measurement, several names", lines=named))
     mechanism = [m for m in shown_secondary(comp) if is_mechanism(m)] if not show_all else []
     shifts = [s for s in comp.histogram_shifts if show_all or s.verdict == "changed"]
     if mechanism:
