@@ -12,12 +12,20 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeVar
 
 from iolab.model.result import Histogram, Result
 from iolab.model.sample import RunInfo, Sample, case_key, cell_key
 
 RESULT_LEVEL = ""
+_T = TypeVar("_T")
+CHUNK = 500  # values per IN (...) list: well inside every backend's parameter limit
+
+
+def chunks(values: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """`values` in slices of at most CHUNK, one IN (...) list each."""
+    for i in range(0, len(values), CHUNK):
+        yield values[i : i + CHUNK]
 
 
 def job_keys(names: list[str]) -> list[str]:
@@ -259,6 +267,22 @@ def run_info(row: Mapping[Any, Any], tags: dict[str, str], counts: tuple[int, in
         n_samples=counts[0],
         n_failed=counts[1],
     )
+
+
+def run_infos(
+    rows: Sequence[Mapping[Any, Any]],
+    tags: Mapping[int, dict[str, str]],
+    counts: Mapping[int, tuple[int, int]],
+) -> list[RunInfo]:
+    """`runs` rows with their tags and (samples, failed) counts, as both readers fetch them;
+    a run without samples counts (0, 0)."""
+    return [run_info(row, tags.get(row["id"], {}), counts.get(row["id"], (0, 0))) for row in rows]
+
+
+def attach_tags(samples: Iterable[Sample], tags: Mapping[int, dict[str, str]]) -> None:
+    """Give each sample its run's tags (a copy each: a caller may change one sample's)."""
+    for sample in samples:
+        sample.tags = dict(tags.get(sample.run_id, {}))
 
 
 def sample_of(row: Mapping[Any, Any], label: str | None, with_jobs: bool) -> Sample:
