@@ -18,6 +18,35 @@ from iolab.model.result import Histogram, Result
 from iolab.model.sample import RunInfo, Sample, case_key, cell_key
 
 RESULT_LEVEL = ""
+# fields of `Sample` and `RunInfo` that are stored as they are, one column of the same name
+# each, in both directions (the others are copied, derived or come from other tables)
+SAMPLE_AS_IS = (
+    "variant",
+    "block",
+    "position",
+    "status",
+    "reason",
+    "tool",
+    "tool_version",
+    "format",
+    "source",
+    "caption",
+    "started_at",
+    "finished_at",
+    "host",
+)
+RUN_AS_IS = (
+    "id",
+    "kind",
+    "label",
+    "status",
+    "created_at",
+    "finished_at",
+    "plan_text",
+    "plan_hash",
+    "plan_path",
+    "host",
+)
 _T = TypeVar("_T")
 CHUNK = 500  # values per IN (...) list: well inside every backend's parameter limit
 
@@ -80,25 +109,13 @@ def sample_values(sample: Sample) -> dict[str, Any]:
     """The `samples` row of a sample, as column → value (without its id)."""
     key = cell_key(sample.cell)
     return {
+        **{name: getattr(sample, name) for name in SAMPLE_AS_IS},
         "run_id": sample.run_id,
-        "variant": sample.variant,
         "cell": dict(sample.cell),
         "cell_key": key,
         "case_key": case_key(key, sample.variant),
-        "block": sample.block,
-        "position": sample.position,
-        "status": sample.status,
-        "reason": sample.reason,
-        "tool": sample.tool,
-        "tool_version": sample.tool_version,
-        "format": sample.format,
-        "source": sample.source,
-        "caption": sample.caption,
-        "started_at": sample.started_at,
-        "finished_at": sample.finished_at,
         "provenance": dict(sample.provenance),
         "jobs": list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
-        "host": sample.host,
     }
 
 
@@ -252,16 +269,7 @@ def fill_histograms(
 def run_info(row: Mapping[Any, Any], tags: dict[str, str], counts: tuple[int, int]) -> RunInfo:
     """A `runs` row (columns by name, values decoded) with its tags and (samples, failed)."""
     return RunInfo(
-        id=row["id"],
-        kind=row["kind"],
-        label=row["label"],
-        status=row["status"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        plan_text=row["plan_text"],
-        plan_hash=row["plan_hash"],
-        plan_path=row["plan_path"],
-        host=row["host"],
+        **{name: row[name] for name in RUN_AS_IS},
         tags=tags,
         meta=dict(row["meta"]),
         n_samples=counts[0],
@@ -289,23 +297,11 @@ def sample_of(row: Mapping[Any, Any], label: str | None, with_jobs: bool) -> Sam
     """A `samples` row (columns by name, values decoded) without its metrics and bins,
     which `fill_metrics` and `fill_histograms` add."""
     return Sample(
+        **{name: row[name] for name in SAMPLE_AS_IS},
         id=row["id"],
         run_id=row["run_id"],
-        status=row["status"],
-        reason=row["reason"],
-        variant=row["variant"],
         cell=dict(row["cell"]),
-        block=row["block"],
-        position=row["position"],
-        tool=row["tool"],
-        tool_version=row["tool_version"],
-        format=row["format"],
-        source=row["source"],
-        caption=row["caption"],
         provenance=dict(row["provenance"]),
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
         label=label,
-        host=row["host"],
         job_metrics={job: {} for job in row["jobs"]} if with_jobs else {},
     )
