@@ -232,27 +232,28 @@ def _name_filters(names: list[str] | None) -> Iterable[tuple[str, Sequence[str]]
         yield f"AND name IN ({_marks(chunk)})", chunk
 
 
+def _tuples_in(db: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+    """Rows of `sql` run once per chunk of `values`, its `{marks}` the chunk's `?, ?, …`."""
+    for chunk in chunks(values):
+        yield from _tuples(db, sql.format(marks=_marks(chunk)), chunk)
+
+
 def _tags_of(db: sqlite3.Connection, run_ids: Sequence[int]) -> dict[int, dict[str, str]]:
     out: dict[int, dict[str, str]] = {}
-    for ids in chunks(run_ids):
-        query = (
-            "SELECT run_id, key, value FROM run_tags "
-            f"WHERE run_id IN ({_marks(ids)}) ORDER BY run_id, key"
-        )
-        for run_id, key, value in _tuples(db, query, ids):
-            out.setdefault(run_id, {})[key] = value
+    query = "SELECT run_id, key, value FROM run_tags WHERE run_id IN ({marks}) ORDER BY run_id, key"
+    for run_id, key, value in _tuples_in(db, query, run_ids):
+        out.setdefault(run_id, {})[key] = value
     return out
 
 
 def _run_infos(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[RunInfo]:
     ids = [row["id"] for row in rows]
-    tags = _tags_of(db, ids)
-    counts: dict[int, tuple[int, int]] = {}
-    for chunk in chunks(ids):
-        query = (
-            "SELECT run_id, count(*), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
-            f"FROM samples WHERE run_id IN ({_marks(chunk)}) GROUP BY run_id"
-        )
-        for run_id, total, failed in _tuples(db, query, chunk):
-            counts[run_id] = (int(total), int(failed or 0))
-    return convert.run_infos(rows, tags, counts)
+    query = (
+        "SELECT run_id, count(*), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
+        "FROM samples WHERE run_id IN ({marks}) GROUP BY run_id"
+    )
+    counts = {
+        run_id: (int(total), int(failed or 0))
+        for run_id, total, failed in _tuples_in(db, query, ids)
+    }
+    return convert.run_infos(rows, _tags_of(db, ids), counts)
