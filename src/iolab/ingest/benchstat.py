@@ -60,7 +60,6 @@ def looks_like(lines: list[str]) -> bool:
 
 
 def find(lines: list[str], source: str) -> list[Comparison]:
-    lines = [line.rstrip("\r") for line in lines]
     tables: list[Comparison] = []
     for i, line in enumerate(lines):
         old = _OLD_HEADER.match(line)

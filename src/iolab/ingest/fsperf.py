@@ -25,7 +25,6 @@ def looks_like(lines: list[str]) -> bool:
 
 
 def find(lines: list[str], source: str) -> list[Comparison]:
-    lines = [line.rstrip("\r") for line in lines]
     tables = []
     for i, line in enumerate(lines):
         m = _HEADER.match(line)

@@ -31,7 +31,6 @@ def looks_like(lines: list[str]) -> bool:
 
 def find(lines: list[str], source: str) -> list[Comparison]:
     """One Comparison per block of consecutive mmtests rows."""
-    lines = [line.rstrip("\r") for line in lines]
     tables: list[Comparison] = []
     current: Comparison | None = None
     consumed = -1
