@@ -819,12 +819,24 @@ def test_mmtests_rewrapped_header_keeps_its_kernels(mangle: object) -> None:
     assert pf.columns == ["5.17.0-rc3 vanilla", "5.17.0-rc3 mm-highpcpopt-v1r4"]
 
 
+def _saved_base64_crlf(body: str) -> str:
+    """The body saved as a message whose base64 text decodes to CRLF lines."""
+    import base64
+
+    encoded = base64.encodebytes(body.replace("\n", "\r\n").encode()).decode()
+    return (
+        "From: someone@example.org\nSubject: numbers\n"
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\n" + encoded
+    )
+
+
 @pytest.mark.parametrize(
     "mangle",
     [
         pytest.param(lambda s: s.replace("\n", "\r\n"), id="crlf"),
         pytest.param(lambda s: "".join(f"> {line}\n" for line in s.splitlines()), id="quoted"),
         pytest.param(_rewrapped, id="rewrapped"),
+        pytest.param(_saved_base64_crlf, id="saved-base64-crlf"),
     ],
 )
 @pytest.mark.parametrize(

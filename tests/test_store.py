@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from sqlalchemy import create_engine, event, text
 
 from iolab.errors import StoreError
 from iolab.model.result import Job, Result
-from iolab.model.sample import Sample
+from iolab.model.sample import RunInfo, Sample
 from iolab.store import Store, convert, open_store
 from iolab.store.migrate import alembic_config
 from iolab.store.revision import VERSION_TABLE
@@ -535,3 +536,13 @@ def test_alembic_command_line_uses_the_shipped_ini(tmp_path: Path) -> None:
             assert compare_metadata(ctx, metadata) == []
     finally:
         engine.dispose()
+
+
+def test_fields_stored_as_they_are_have_a_column_of_their_name() -> None:
+    """`convert` copies these by name both ways: a renamed field or column must fail here."""
+    samples, runs = metadata.tables["samples"], metadata.tables["runs"]
+    for names, model, table in (
+        (convert.SAMPLE_AS_IS, Sample, samples),
+        (convert.RUN_AS_IS, RunInfo, runs),
+    ):
+        assert set(names) <= {f.name for f in fields(model)} & set(table.c.keys())

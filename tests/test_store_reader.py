@@ -127,6 +127,9 @@ def test_runs_read_alike(populated: tuple[Path, list[int]]) -> None:
         {"host": "worker-1", "status": None},
         {"host": "worker-0", "variant": "a"},
         {"host": "nope"},
+        {"block": 2, "status": None},
+        {"block": 3, "variant": "a"},
+        {"block": 9},
     ],
     ids=repr,
 )

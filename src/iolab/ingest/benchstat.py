@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from iolab.ingest.tables import NUM, caption_above, number
+from iolab.ingest.tables import NUM, number, table_at
 from iolab.model.comparison import Comparison, Row
 
 _OLD_HEADER = re.compile(r"^\s*name\s+old\s+(\S+)\s+new\s+(\S+)\s+delta\s*$")
@@ -60,26 +60,18 @@ def looks_like(lines: list[str]) -> bool:
 
 
 def find(lines: list[str], source: str) -> list[Comparison]:
-    lines = [line.rstrip("\r") for line in lines]
     tables: list[Comparison] = []
     for i, line in enumerate(lines):
         old = _OLD_HEADER.match(line)
         new = _NEW_UNITS.match(line)
         if old:
-            table = Comparison(
-                format="benchstat",
-                source=source,
-                line=i + 1,
-                caption=caption_above(lines, i),
-                columns=["old", "new"],
-            )
+            table = table_at(lines, i, "benchstat", source, ["old", "new"])
             unit = old.group(1)
         elif new:
             above = _file_lines(lines, i)  # one line, or two where a mail client wrapped it
             files = [f.strip() for f in " ".join(above).strip().strip("│").split("│")]
             first = i - len(above)
-            table = Comparison(format="benchstat", source=source, line=first + 1, columns=files)
-            table.caption = caption_above(lines, first)
+            table = table_at(lines, first, "benchstat", source, files)
             unit = new.group(2)
         else:
             continue

@@ -27,7 +27,7 @@ def table_lines(text: str) -> tuple[list[str], int, dict[str, str]]:
     """The un-quoted lines the table readers see, the number of lines before them in `text`
     (a plain saved message's headers), and the message's headers: a row's `line` is
     `offset + its index + 1` — the file's own line, or the decoded body's for an encoded
-    message."""
+    message.  No line ends in a carriage return."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     headers: dict[str, str] = {}
     offset = 0
@@ -42,7 +42,8 @@ def table_lines(text: str) -> tuple[list[str], int, dict[str, str]]:
             text = mail.message_text(text)
         else:
             text, offset = rest, head.count("\n") + 2  # line numbers stay the file's
-    return mail.unquote(text.split("\n")), offset, headers
+    # here once, whatever a decoder leaves: no table reader strips "\r" itself
+    return [line.rstrip("\r") for line in mail.unquote(text.split("\n"))], offset, headers
 
 
 def find_comparisons(text: str, source: str) -> list[Comparison]:

@@ -256,7 +256,7 @@ def _job(raw: dict[str, Any], source: str, units: _Units, ambiguous: set[str]) -
         name = f"{host}:{name}"
     error = raw.get("error", 0)
     if isinstance(error, int) and error != 0:
-        raise IngestError(source, f"fio job '{name}' reported error {error} ({_strerror(error)})")
+        raise job_error(source, name, error)
     metrics: dict[str, float] = {}
     histograms: dict[str, Histogram] = {}
     for ddir in _DIRECTIONS:
@@ -281,11 +281,14 @@ def _job(raw: dict[str, Any], source: str, units: _Units, ambiguous: set[str]) -
     )
 
 
-def _strerror(error: int) -> str:
+def job_error(source: str, name: str, error: int) -> IngestError:
+    """A job fio says failed (its `error`, an errno, either sign), as every fio reader
+    reports it: the result of a failed job is not a measurement."""
     try:
-        return os.strerror(abs(error))
+        text = os.strerror(abs(error))
     except (ValueError, OverflowError):
-        return "unknown error"
+        text = "unknown error"
+    return IngestError(source, f"fio job '{name}' reported error {error} ({text})")
 
 
 def _direction(

@@ -11,13 +11,12 @@ min/max/percentiles, 6 decimals for mean/stddev), bandwidth KiB/s and I/O KiB, a
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
 from iolab.errors import IngestError
 from iolab.ingest.aggregate import aggregate_jobs
-from iolab.ingest.fio_json import has_io
+from iolab.ingest.fio_json import has_io, job_error
 from iolab.ingest.numbers import parse_float, parse_percent, tool_version
 from iolab.model.metrics import FIO_DISK_COUNTERS, percentile_name
 from iolab.model.result import Job, Result
@@ -193,9 +192,7 @@ def _checked(shape: tuple[int, int, int], fields: list[str], source: str) -> _Li
             parsed.disks[rest[0]] = rest[1:_DISK]
         rest = rest[_DISK:]
     if parsed.error:
-        raise IngestError(
-            source, f"fio job '{name}' reported error {parsed.error} ({_strerror(parsed.error)})"
-        )
+        raise job_error(source, name, parsed.error)
     return parsed
 
 
@@ -205,13 +202,6 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _strerror(error: int) -> str:
-    try:
-        return os.strerror(abs(error))
-    except (ValueError, OverflowError):
-        return "unknown error"
 
 
 def _result(run: list[_Line], source: str) -> Result:

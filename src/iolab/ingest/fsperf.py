@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from iolab.ingest.tables import NUM, caption_above, number
+from iolab.ingest.tables import NUM, number, table_at
 from iolab.model.comparison import Comparison, Row
 
 _HEADER = re.compile(r"^\s*metric\s+baseline\s+current(\s+stdev)?\s+diff\s*$")
@@ -25,18 +25,11 @@ def looks_like(lines: list[str]) -> bool:
 
 
 def find(lines: list[str], source: str) -> list[Comparison]:
-    lines = [line.rstrip("\r") for line in lines]
     tables = []
     for i, line in enumerate(lines):
         m = _HEADER.match(line)
         if m and i + 1 < len(lines) and _RULE.match(lines[i + 1]):
-            table = Comparison(
-                format="fsperf",
-                source=source,
-                line=i + 1,
-                caption=caption_above(lines, i),
-                columns=["baseline", "current"],
-            )
+            table = table_at(lines, i, "fsperf", source, ["baseline", "current"])
             table.rows = _rows(lines, i + 2, with_stdev=m.group(1) is not None)
             if any(r.significant for r in table.rows):  # this fsperf marks: unmarked is "no"
                 for r in table.rows:

@@ -74,7 +74,6 @@ def find(lines: list[str], source: str, headers: dict[str, str] | None = None) -
 
     `headers` (subject, message-id, in-reply-to; lower-case keys): those of a saved message
     whose body alone is in `lines`."""
-    lines = [line.rstrip("\r") for line in lines]
     robot = _robot(lines, headers or {})
     tables: list[Comparison] = []
     dims: dict[str, str] = {}

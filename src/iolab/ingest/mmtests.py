@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from iolab.ingest.tables import NUM, caption_above, number
+from iolab.ingest.tables import NUM, number, table_at
 from iolab.model.comparison import Comparison, Row
 
 _STAT = r"(?:Hmean|Amean|Gmean|Stddev|CoeffVar|BAmean-\d+|Min|Max|Quartile-\d+|Percentile-\d+)"
@@ -31,7 +31,6 @@ def looks_like(lines: list[str]) -> bool:
 
 def find(lines: list[str], source: str) -> list[Comparison]:
     """One Comparison per block of consecutive mmtests rows."""
-    lines = [line.rstrip("\r") for line in lines]
     tables: list[Comparison] = []
     current: Comparison | None = None
     consumed = -1
@@ -87,14 +86,9 @@ def _row(m: re.Match[str], line: int) -> Row:
 def _start(lines: list[str], i: int, source: str, ncols: int) -> Comparison:
     """A new table: its kernel columns from the header lines above row `i`, and caption."""
     taken, columns = _header(lines, i, ncols)
-    return Comparison(
-        format="mmtests",
-        source=source,
-        line=i + 1 - taken,
-        caption=caption_above(lines, i, skip=taken),
-        columns=columns,
-        change_kind="gain",
-    )
+    table = table_at(lines, i, "mmtests", source, columns, skip=taken)
+    table.change_kind = "gain"
+    return table
 
 
 def _header(lines: list[str], i: int, ncols: int) -> tuple[int, list[str]]:

@@ -1,9 +1,12 @@
-"""Pieces every comparison-table reader shares: numbers as printed, and a caption line."""
+"""Pieces every comparison-table reader shares: numbers as printed, a caption line, and
+the table that starts under it."""
 
 from __future__ import annotations
 
 import math
 import re
+
+from iolab.model.comparison import Comparison
 
 # A number as the tables print it: 25998829, 1.06, -0.1, 5.513e+08, .5
 NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
@@ -21,6 +24,20 @@ def number(text: str | None) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def table_at(
+    lines: list[str], index: int, fmt: str, source: str, columns: list[str], skip: int = 0
+) -> Comparison:
+    """An empty table of `fmt` whose header is `lines[index]` (after `skip` header lines
+    above it, which belong to the table): its 1-based line and its `caption_above`."""
+    return Comparison(
+        format=fmt,
+        source=source,
+        line=index + 1 - skip,
+        caption=caption_above(lines, index, skip=skip),
+        columns=columns,
+    )
 
 
 def caption_above(lines: list[str], index: int, skip: int = 0) -> str | None:

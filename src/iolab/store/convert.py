@@ -12,12 +12,49 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeVar
 
 from iolab.model.result import Histogram, Result
 from iolab.model.sample import RunInfo, Sample, case_key, cell_key
 
 RESULT_LEVEL = ""
+# fields of `Sample` and `RunInfo` that are stored as they are, one column of the same name
+# each, in both directions (the others are copied, derived or come from other tables)
+SAMPLE_AS_IS = (
+    "variant",
+    "block",
+    "position",
+    "status",
+    "reason",
+    "tool",
+    "tool_version",
+    "format",
+    "source",
+    "caption",
+    "started_at",
+    "finished_at",
+    "host",
+)
+RUN_AS_IS = (
+    "id",
+    "kind",
+    "label",
+    "status",
+    "created_at",
+    "finished_at",
+    "plan_text",
+    "plan_hash",
+    "plan_path",
+    "host",
+)
+_T = TypeVar("_T")
+CHUNK = 500  # values per IN (...) list: well inside every backend's parameter limit
+
+
+def chunks(values: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """`values` in slices of at most CHUNK, one IN (...) list each."""
+    for i in range(0, len(values), CHUNK):
+        yield values[i : i + CHUNK]
 
 
 def job_keys(names: list[str]) -> list[str]:
@@ -72,25 +109,13 @@ def sample_values(sample: Sample) -> dict[str, Any]:
     """The `samples` row of a sample, as column → value (without its id)."""
     key = cell_key(sample.cell)
     return {
+        **{name: getattr(sample, name) for name in SAMPLE_AS_IS},
         "run_id": sample.run_id,
-        "variant": sample.variant,
         "cell": dict(sample.cell),
         "cell_key": key,
         "case_key": case_key(key, sample.variant),
-        "block": sample.block,
-        "position": sample.position,
-        "status": sample.status,
-        "reason": sample.reason,
-        "tool": sample.tool,
-        "tool_version": sample.tool_version,
-        "format": sample.format,
-        "source": sample.source,
-        "caption": sample.caption,
-        "started_at": sample.started_at,
-        "finished_at": sample.finished_at,
         "provenance": dict(sample.provenance),
         "jobs": list(dict.fromkeys([*sample.job_metrics, *sample.job_histograms])),
-        "host": sample.host,
     }
 
 
@@ -244,16 +269,7 @@ def fill_histograms(
 def run_info(row: Mapping[Any, Any], tags: dict[str, str], counts: tuple[int, int]) -> RunInfo:
     """A `runs` row (columns by name, values decoded) with its tags and (samples, failed)."""
     return RunInfo(
-        id=row["id"],
-        kind=row["kind"],
-        label=row["label"],
-        status=row["status"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        plan_text=row["plan_text"],
-        plan_hash=row["plan_hash"],
-        plan_path=row["plan_path"],
-        host=row["host"],
+        **{name: row[name] for name in RUN_AS_IS},
         tags=tags,
         meta=dict(row["meta"]),
         n_samples=counts[0],
@@ -261,27 +277,31 @@ def run_info(row: Mapping[Any, Any], tags: dict[str, str], counts: tuple[int, in
     )
 
 
+def run_infos(
+    rows: Sequence[Mapping[Any, Any]],
+    tags: Mapping[int, dict[str, str]],
+    counts: Mapping[int, tuple[int, int]],
+) -> list[RunInfo]:
+    """`runs` rows with their tags and (samples, failed) counts, as both readers fetch them;
+    a run without samples counts (0, 0)."""
+    return [run_info(row, tags.get(row["id"], {}), counts.get(row["id"], (0, 0))) for row in rows]
+
+
+def attach_tags(samples: Iterable[Sample], tags: Mapping[int, dict[str, str]]) -> None:
+    """Give each sample its run's tags (a copy each: a caller may change one sample's)."""
+    for sample in samples:
+        sample.tags = dict(tags.get(sample.run_id, {}))
+
+
 def sample_of(row: Mapping[Any, Any], label: str | None, with_jobs: bool) -> Sample:
     """A `samples` row (columns by name, values decoded) without its metrics and bins,
     which `fill_metrics` and `fill_histograms` add."""
     return Sample(
+        **{name: row[name] for name in SAMPLE_AS_IS},
         id=row["id"],
         run_id=row["run_id"],
-        status=row["status"],
-        reason=row["reason"],
-        variant=row["variant"],
         cell=dict(row["cell"]),
-        block=row["block"],
-        position=row["position"],
-        tool=row["tool"],
-        tool_version=row["tool_version"],
-        format=row["format"],
-        source=row["source"],
-        caption=row["caption"],
         provenance=dict(row["provenance"]),
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
         label=label,
-        host=row["host"],
         job_metrics={job: {} for job in row["jobs"]} if with_jobs else {},
     )

@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from iolab.errors import StoreError
 from iolab.model.sample import RunInfo, Sample
 from iolab.store import convert
-from iolab.store.location import QUERY_ONLY, same_text, sqlite_read_only_uri
+from iolab.store.convert import chunks
+from iolab.store.location import QUERY_ONLY, sqlite_read_only_uri
+from iolab.store.reader import SampleQuery, StoreReader, no_run_id
 from iolab.store.revision import VERSION_TABLE, known_heads
 
 BUSY_TIMEOUT_MS = 30_000  # as the SQLAlchemy engine's (store/engine.py)
-_CHUNK = 500  # values per IN (...) list, as Store's
-_ID_MIN, _ID_MAX = -(2**31), 2**31 - 1  # runs.id is INTEGER, 32 bits on PostgreSQL
 _JSON = frozenset({"meta", "cell", "provenance", "jobs"})
 _TIMES = frozenset({"created_at", "finished_at", "started_at", "claimed_at"})
 _RUN_COLUMNS = (
@@ -61,16 +60,11 @@ def _decoded(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return out
 
 
-def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(values), _CHUNK):
-        yield values[i : i + _CHUNK]
-
-
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-class SQLiteReader:
+class SQLiteReader(StoreReader):
     """A current SQLite store opened read-only (never written, never created).
 
     Use `SQLiteReader.open`, which returns None where this reader is not the one to use: a
@@ -108,17 +102,6 @@ class SQLiteReader:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
         """One read transaction (one consistent snapshot under WAL) whose failures reach
@@ -143,7 +126,7 @@ class SQLiteReader:
             return _run_infos(db, rows.fetchall())
 
     def run(self, run_id: int) -> RunInfo:
-        if not _ID_MIN <= run_id <= _ID_MAX:  # as Store: an id no run can have
+        if no_run_id(run_id):
             raise StoreError(f"no run {run_id} in the store")
         with self._snapshot() as db:
             rows = db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
@@ -178,63 +161,38 @@ class SQLiteReader:
 
     # -- samples --------------------------------------------------------------------------
 
-    def samples(
-        self,
-        run_id: int | None = None,
-        label: str | None = None,
-        variant: str | None = None,
-        cell: Mapping[str, Any] | None = None,
-        tags: Mapping[str, str] | None = None,
-        status: str | None = "ok",
-        *,
-        host: str | None = None,
-        metrics: Sequence[str] | None = None,
-        with_jobs: bool = True,
-        with_histograms: bool = True,
-    ) -> list[Sample]:
-        """Samples in the order they were stored, with their run's label and tags, metrics
-        and bins (as `Store.samples` with the same filters: `cell` values compare as text,
-        `tags` must all be on the run)."""
+    def select_samples(self, query: SampleQuery) -> list[Sample]:
+        """As `Store.select_samples`, the same rows in the same order."""
         conditions: list[str] = []
         params: list[Any] = []
-        for column, value in (
-            ("s.run_id", run_id),
-            ("r.label", label),
-            ("s.variant", variant),
-            ("s.host", host),
-        ):
-            if value is not None:
-                conditions.append(f"{column} = ?")
-                params.append(value)
-        if status is not None:
-            conditions.append("s.status = ?")
-            params.append(status)
-        for key, value in (tags or {}).items():
+        for table, column, value in query.equalities():
+            conditions.append(f"{table[0]}.{column} = ?")  # samples s, runs r
+            params.append(value)
+        for key, value in (query.tags or {}).items():
             conditions.append(
                 "EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = s.run_id "
                 "AND t.key = ? AND t.value = ?)"
             )
             params += [key, value]
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        query = (
+        sql = (
             f"SELECT {_SAMPLE_COLUMNS} FROM samples s JOIN runs r ON r.id = s.run_id "
             f"{where} ORDER BY s.id"
         )
         with self._snapshot() as db:
             found = {
-                row["id"]: convert.sample_of(row, row["run_label"], with_jobs)
-                for row in db.execute(query, params)
-                if not cell
-                or all(k in row["cell"] and same_text(row["cell"][k], v) for k, v in cell.items())
+                row["id"]: convert.sample_of(row, row["run_label"], query.with_jobs)
+                for row in db.execute(sql, params)
+                if query.keeps_cell(row["cell"])
             }
             if not found:
                 return []
-            run_tags = _tags_of(db, sorted({s.run_id for s in found.values()}))
-            for sample in found.values():
-                sample.tags = dict(run_tags.get(sample.run_id, {}))
-            job = "" if with_jobs else "AND job = ''"
-            names = list(metrics) if metrics is not None else None
-            for ids in _chunks(list(found)):
+            convert.attach_tags(
+                found.values(), _tags_of(db, sorted({s.run_id for s in found.values()}))
+            )
+            job = "" if query.with_jobs else "AND job = ''"
+            names = list(query.metrics) if query.metrics is not None else None
+            for ids in chunks(list(found)):
                 for name_filter, name_params in _name_filters(names):
                     convert.fill_metrics(
                         found,
@@ -245,7 +203,7 @@ class SQLiteReader:
                             [*ids, *name_params],
                         ),
                     )
-                if with_histograms:
+                if query.with_histograms:
                     convert.fill_histograms(
                         found,
                         _tuples(
@@ -270,34 +228,32 @@ def _name_filters(names: list[str] | None) -> Iterable[tuple[str, Sequence[str]]
     if names is None:
         yield "", ()
         return
-    for chunk in _chunks(names):
+    for chunk in chunks(names):
         yield f"AND name IN ({_marks(chunk)})", chunk
+
+
+def _tuples_in(db: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+    """Rows of `sql` run once per chunk of `values`, its `{marks}` the chunk's `?, ?, …`."""
+    for chunk in chunks(values):
+        yield from _tuples(db, sql.format(marks=_marks(chunk)), chunk)
 
 
 def _tags_of(db: sqlite3.Connection, run_ids: Sequence[int]) -> dict[int, dict[str, str]]:
     out: dict[int, dict[str, str]] = {}
-    for ids in _chunks(run_ids):
-        query = (
-            "SELECT run_id, key, value FROM run_tags "
-            f"WHERE run_id IN ({_marks(ids)}) ORDER BY run_id, key"
-        )
-        for run_id, key, value in _tuples(db, query, ids):
-            out.setdefault(run_id, {})[key] = value
+    query = "SELECT run_id, key, value FROM run_tags WHERE run_id IN ({marks}) ORDER BY run_id, key"
+    for run_id, key, value in _tuples_in(db, query, run_ids):
+        out.setdefault(run_id, {})[key] = value
     return out
 
 
 def _run_infos(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[RunInfo]:
     ids = [row["id"] for row in rows]
-    tags = _tags_of(db, ids)
-    counts: dict[int, tuple[int, int]] = {}
-    for chunk in _chunks(ids):
-        query = (
-            "SELECT run_id, count(*), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
-            f"FROM samples WHERE run_id IN ({_marks(chunk)}) GROUP BY run_id"
-        )
-        for run_id, total, failed in _tuples(db, query, chunk):
-            counts[run_id] = (int(total), int(failed or 0))
-    return [
-        convert.run_info(row, tags.get(row["id"], {}), counts.get(row["id"], (0, 0)))
-        for row in rows
-    ]
+    query = (
+        "SELECT run_id, count(*), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
+        "FROM samples WHERE run_id IN ({marks}) GROUP BY run_id"
+    )
+    counts = {
+        run_id: (int(total), int(failed or 0))
+        for run_id, total, failed in _tuples_in(db, query, ids)
+    }
+    return convert.run_infos(rows, _tags_of(db, ids), counts)

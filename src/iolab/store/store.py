@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import chain, islice
-from types import TracebackType
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -35,31 +34,21 @@ from iolab.errors import RefusedError, StoreError
 from iolab.model.result import Result
 from iolab.model.sample import RunInfo, Sample, case_key
 from iolab.store import convert
+from iolab.store.convert import chunks
 from iolab.store.engine import WRITE_OPTION
-from iolab.store.location import same_text
+from iolab.store.reader import SampleQuery, StoreReader, no_run_id
 from iolab.store.schema import histograms, metrics, run_tags, runs, samples
-from iolab.store.schema import metrics as metrics_table
 
 RUN_KINDS = ("import", "lab", "ab", "bisect")
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 SAMPLE_STATUSES = ("ok", "failed")
-_CHUNK = 500  # ids per IN (...) list: well inside every backend's parameter limit
-_ID_MIN, _ID_MAX = -(2**31), 2**31 - 1  # runs.id is INTEGER: 32 bits on PostgreSQL
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i : i + _CHUNK]
-
-
-_same = same_text  # cell values compare as text (store/location.py)
-
-
-class Store:
+class Store(StoreReader):
     """An open results store.  Use `open_store()`; close it (or use `with`) when done."""
 
     def __init__(self, engine: Engine, display: str) -> None:
@@ -71,17 +60,6 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @contextmanager
     def _session(self, write: bool = False) -> Iterator[Connection]:
@@ -129,7 +107,7 @@ class Store:
         `owner_alive` says is gone).  RefusedError when a live owner holds it."""
         for _ in range(5):
             with self._session() as session:
-                row = _run_row(session, run_id) if _ID_MIN <= run_id <= _ID_MAX else None
+                row = None if no_run_id(run_id) else _run_row(session, run_id)
                 if row is None:
                     raise StoreError(f"no run {run_id} in the store")
                 current = row.claimed_by
@@ -343,7 +321,7 @@ class Store:
             return _run_infos(session, rows)
 
     def run(self, run_id: int) -> RunInfo:
-        if not _ID_MIN <= run_id <= _ID_MAX:  # a typo'd id the database driver cannot bind
+        if no_run_id(run_id):
             raise StoreError(f"no run {run_id} in the store")
         with self._session() as session:
             row = _run_row(session, run_id)
@@ -359,74 +337,39 @@ class Store:
 
     # -- reading samples ------------------------------------------------------------------
 
-    def samples(
-        self,
-        run_id: int | None = None,
-        label: str | None = None,
-        variant: str | None = None,
-        cell: Mapping[str, Any] | None = None,
-        tags: Mapping[str, str] | None = None,
-        status: str | None = "ok",
-        *,
-        block: int | None = None,
-        host: str | None = None,
-        metrics: Sequence[str] | None = None,
-        with_jobs: bool = True,
-        with_histograms: bool = True,
-    ) -> list[Sample]:
-        """Samples in the order they were stored, with their run's label and tags.
-
-        Filters combine with AND; `cell` matches samples whose cell contains every given
-        key with that value (compared as text); `label` and `tags` select via the run;
-        `status=None` means ok and failed alike.  `metrics` restricts which metric names
-        are loaded; `with_jobs=False` skips per-job metrics and bins.
-        """
-        query = select(samples, runs.c.label.label("run_label")).join(
-            runs, runs.c.id == samples.c.run_id
+    def select_samples(self, query: SampleQuery) -> list[Sample]:
+        """`samples`: metrics and bins for all selected samples in a few set-based queries."""
+        tables = {"samples": samples, "runs": runs}
+        sql = (
+            select(samples, runs.c.label.label("run_label"))
+            .join(runs, runs.c.id == samples.c.run_id)
+            .where(*(tables[t].c[column] == value for t, column, value in query.equalities()))
+            .where(*_tag_conditions(samples.c.run_id, query.tags))
         )
-        if run_id is not None:
-            query = query.where(samples.c.run_id == run_id)
-        if label is not None:
-            query = query.where(runs.c.label == label)
-        if variant is not None:
-            query = query.where(samples.c.variant == variant)
-        if status is not None:
-            query = query.where(samples.c.status == status)
-        if block is not None:
-            query = query.where(samples.c.block == block)
-        if host is not None:
-            query = query.where(samples.c.host == host)
-        query = query.where(*_tag_conditions(samples.c.run_id, tags))
         with self._session() as session:
-            found: dict[int, Sample] = {}
-            for row in session.execute(query.order_by(samples.c.id)):
-                run_label = row.run_label
-                if cell and not all(
-                    k in row.cell and _same(row.cell[k], v) for k, v in cell.items()
-                ):
-                    continue
-                found[row.id] = _sample(row, run_label, with_jobs)
+            found = {
+                row.id: convert.sample_of(row._mapping, row.run_label, query.with_jobs)
+                for row in session.execute(sql.order_by(samples.c.id))
+                if query.keeps_cell(row.cell)
+            }
             if not found:
                 return []
-            run_tags = _tags_of(session, {s.run_id for s in found.values()})
-            for sample in found.values():
-                sample.tags = dict(run_tags.get(sample.run_id, {}))
-            ids = list(found)
-            for chunk in _chunks(ids):
-                m = metrics_table.c
+            convert.attach_tags(
+                found.values(), _tags_of(session, {s.run_id for s in found.values()})
+            )
+            m, h = metrics.c, histograms.c
+            for chunk in chunks(list(found)):
                 mquery = select(m.sample_id, m.job, m.name, m.value).where(m.sample_id.in_(chunk))
-                if metrics is not None:
-                    mquery = mquery.where(m.name.in_(list(metrics)))
-                if not with_jobs:
+                hquery = select(h.sample_id, h.job, h.name, h.bin, h.count).where(
+                    h.sample_id.in_(chunk)
+                )
+                if query.metrics is not None:
+                    mquery = mquery.where(m.name.in_(list(query.metrics)))
+                if not query.with_jobs:
                     mquery = mquery.where(m.job == convert.RESULT_LEVEL)
+                    hquery = hquery.where(h.job == convert.RESULT_LEVEL)
                 convert.fill_metrics(found, session.execute(mquery))
-                if with_histograms:
-                    h = histograms.c
-                    hquery = select(h.sample_id, h.job, h.name, h.bin, h.count).where(
-                        h.sample_id.in_(chunk)
-                    )
-                    if not with_jobs:
-                        hquery = hquery.where(h.job == convert.RESULT_LEVEL)
+                if query.with_histograms:
                     convert.fill_histograms(found, session.execute(hquery))
             return list(found.values())
 
@@ -515,7 +458,7 @@ def _tag_conditions(run_id_col: Any, tags: Mapping[str, str] | None) -> list[Any
 def _tags_of(session: Connection, run_ids: set[int]) -> dict[int, dict[str, str]]:
     out: dict[int, dict[str, str]] = {}
     ids = sorted(run_ids)
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         rows = session.execute(
             select(run_tags.c.run_id, run_tags.c.key, run_tags.c.value)
             .where(run_tags.c.run_id.in_(chunk))
@@ -537,7 +480,7 @@ def _run_infos(session: Connection, rows: list[Row[Any]]) -> list[RunInfo]:
     ids = [row.id for row in rows]
     tags = _tags_of(session, set(ids))
     counts: dict[int, tuple[int, int]] = {}
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         query = (
             select(
                 samples.c.run_id,
@@ -549,14 +492,7 @@ def _run_infos(session: Connection, rows: list[Row[Any]]) -> list[RunInfo]:
         )
         for run_id, total, failed in session.execute(query):
             counts[run_id] = (int(total), int(failed or 0))
-    return [
-        convert.run_info(row._mapping, tags.get(row.id, {}), counts.get(row.id, (0, 0)))
-        for row in rows
-    ]
-
-
-def _sample(row: Row[Any], label: str | None, with_jobs: bool) -> Sample:
-    return convert.sample_of(row._mapping, label, with_jobs)
+    return convert.run_infos([row._mapping for row in rows], tags, counts)
 
 
 _SAMPLE_BATCH = 500  # samples per INSERT … RETURNING
