@@ -334,7 +334,7 @@ def test_report_forms_escape_user_text_and_name_the_culprit() -> None:
         (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD"], "the same commit"),
         (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD~1"], "not an ancestor"),
         (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--build", "'x"], "--build"),
-        (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--max-time", "90"], "a unit"),
+        (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--max-time", "x"], "duration"),
         (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--fleet", "f"], "for kernels"),
         (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "more"], "one PLAN"),
     ],

@@ -3,7 +3,6 @@ The bisect itself is `iolab.bisect.session` (docs/bisect.md, docs/kernels.md).""
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,8 @@ from iolab.errors import EXIT_INTERRUPTED, IolabError
 EXIT_BY_RESULT = {"found": 0, "range": 20, "no regression": 21, "not known": 22}
 _DIR, _FILE, _IN = click.Path(file_okay=False), click.Path(dir_okay=False), click.IntRange
 _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--kernels",), {"metavar": "R1,R2,…", "help": "Bisect kernel releases (good first)."}),
+    (("--kernels",), {"type": o.COMMA_LIST, "metavar": "R1,R2,…",
+     "help": "Bisect kernel releases (good first)."}),
     (("--kernels-from",), {"type": _FILE, "metavar": "FILE", "help": "The releases, one a line."}),
     (("--repo",), {"type": _DIR, "help": "The git repository of the commits."}),
     (("--kernel-repo",), {"type": _DIR, "help": "Bisect kernel commits of this repository."}),
@@ -33,7 +33,8 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--search",), {"type": click.Choice(["binary", "probabilistic"]), "show_default": True,
      "default": "probabilistic", "help": "Which search (docs/bisect.md compares them)."}),
     (("--cache",), {"type": _DIR, "help": "Work trees, builds, logs (~/.cache/iolab/bisect)."}),
-    (("--max-time",), {"metavar": "DURATION", "help": "Stop after this long (90s, 10m, 1h)."}),
+    (("--max-time", "max_time_s"), {"type": o.DURATION, "metavar": "DURATION",
+     "help": "Stop after this long (90s, 10m, 1h)."}),
     (("--format", "format_name"), {"type": click.Choice(["text", "table", "markdown", "json"]),
      "default": "text", "show_default": True, "help": "The report's format (table: text)."}),
     (("-o", "--output"), {"type": _FILE, "metavar": "FILE", "help": "Write the report there."}),
@@ -73,9 +74,7 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     from iolab.store import open_store
 
     plan_path, releases = _positional(args, opt["kernels"], opt["kernels_from"])
-    if re.fullmatch(r"[0-9.]+", opt["max_time"] or "-"):
-        raise IolabError(f"--max-time {opt['max_time']!r}: give a unit, as in 90s, 10m or 1h")
-    max_time_s = None if opt["max_time"] is None else o.parse_duration(opt["max_time"])
+    max_time_s = opt["max_time_s"]
     resume, destroy = opt["resume"], opt["destroy_data"]
     o.check_plan_or_resume(plan_path, resume)
     o.refuse_with_resume(ctx, resume, _DEFINING, "bisect run")
@@ -107,13 +106,13 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
 
 
 def _positional(
-    args: tuple[str, ...], kernels: str | None, listed: str | None
+    args: tuple[str, ...], kernels: tuple[str, ...] | None, listed: str | None
 ) -> tuple[str | None, list[str]]:
     """PLAN, and the releases: `--kernels R1,R2`, the older `--kernels R1 R2` (the words
     after it that are not the plan file), or `--kernels-from FILE`."""
     from iolab.bisect.release_arms import read_list
 
-    words = [w for w in (kernels or "").split(",") if w]
+    words = list(kernels or ())
     plans = [a for a in args if Path(a).is_file() or a.endswith((".yaml", ".yml"))]
     plans = plans or list(args[:1])
     if len(plans) > 1 or (len(args) > 1 and kernels is None):

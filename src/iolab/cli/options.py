@@ -208,11 +208,6 @@ class Duration(click.ParamType[float, Any]):
 DURATION = Duration()
 
 
-def parse_duration(text: str) -> float:
-    """`--max-time` read as text by a command that does not use `type=DURATION`."""
-    return duration_seconds(text, "--max-time")
-
-
 class CommaList(click.ParamType[tuple[str, ...], Any]):
     """`R1,R2,R3` → ("R1", "R2", "R3"): one argument, so a list never swallows what follows."""
 
