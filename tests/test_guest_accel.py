@@ -17,7 +17,8 @@ def test_the_probe_sector_ends_qemu_with_its_status_under_tcg(tmp_path: Path) ->
     # could never be recognised either
     image = tmp_path / "probe.img"
     image.write_bytes(accel._boot_sector())
-    argv = [a.replace("accel=kvm", "accel=tcg") for a in accel.probe_argv(image)]
+    swap = {"pc,accel=kvm": "pc,accel=tcg", accel.cpu_model("kvm"): accel.cpu_model("tcg")}
+    argv = [swap.get(a, a) for a in accel.probe_argv(image)]
     done = subprocess.run(argv, timeout=60, check=False, capture_output=True)
     assert done.returncode == accel._PROBE_STATUS, done.stderr
 
@@ -46,6 +47,11 @@ def test_a_boots_answer_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
     monkeypatch.setattr(accel, "kvm_runs", must_not_probe)
     assert accel.accelerator(tmp_path) == "tcg"
+
+
+def test_the_probe_asks_for_the_cpu_guests_get(tmp_path: Path) -> None:
+    argv = accel.probe_argv(tmp_path / "probe.img")
+    assert argv[argv.index("-cpu") + 1] == accel.cpu_model("kvm")
 
 
 def test_cpu_model_follows_the_accelerator() -> None:

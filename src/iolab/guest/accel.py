@@ -20,6 +20,7 @@ ENV = "IOLAB_GUEST_ACCEL"
 CACHE_DIR = Path("/run/iolab")
 PROBE_SECONDS = 10.0
 _EXIT_PORT = 0xF4
+_CACHE_FORM = "v2"  # v1 probed without -cpu host: its answers are not read
 _PROBE_STATUS = 3  # isa-debug-exit: (value << 1) | 1 for the value 1 the probe writes
 
 
@@ -34,6 +35,8 @@ def probe_argv(image: Path) -> list[str]:
         "qemu-system-x86_64",
         "-machine",
         "pc,accel=kvm",
+        "-cpu",
+        cpu_model("kvm"),
         "-nodefaults",
         "-no-user-config",
         "-display",
@@ -47,7 +50,9 @@ def probe_argv(image: Path) -> list[str]:
 
 
 def kvm_runs(timeout: float = PROBE_SECONDS) -> bool:
-    """True when a KVM guest executes its first instructions within `timeout` seconds."""
+    """True when a KVM guest, with the CPU model guests get, executes its first instructions
+    within `timeout` seconds.  (On one nested host the default CPU model ran the sector now and
+    then while `-cpu host` aborted in QEMU every time: the probe must ask for what guests use.)"""
     try:
         fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
     except OSError:
@@ -81,7 +86,7 @@ def accelerator(cache_dir: Path = CACHE_DIR) -> str:
     chosen = os.environ.get(ENV, "").strip()
     if chosen:
         return chosen
-    cache = cache_dir / f"guest-accel.{_boot_id()}"
+    cache = cache_dir / f"guest-accel-{_CACHE_FORM}.{_boot_id()}"
     with contextlib.suppress(OSError):
         known = cache.read_text().strip()
         if known in ("kvm", "tcg"):
