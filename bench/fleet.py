@@ -161,8 +161,8 @@ def main() -> None:
 
 def dispatch(fleet: Fleet, jobs: int) -> None:
     from iolab.fleet.app import TASK, class_queue, make_app
+    from iolab.fleet.job import Job
     from iolab.fleet.status import queue_lengths
-    from iolab.fleet.worker import Job
 
     app = make_app(fleet.broker, visibility_timeout_s=3600)
     workers = [h.process for h in fleet.hosts if h.process is not None]

@@ -442,7 +442,7 @@ def test_a_pickled_message_is_not_accepted(hosts: Fleet, tmp_path: Path) -> None
     from celery import Celery
 
     from iolab.fleet.app import TASK, class_queue
-    from iolab.fleet.worker import Job
+    from iolab.fleet.job import Job
 
     with open_store(hosts.db) as store:
         run_id = store.create_run("lab", plan_text="x", plan_hash="0" * 64)

@@ -9,9 +9,11 @@ import shlex
 import sys
 import warnings
 
+from iolab import __version__
 from iolab.errors import IolabError
 from iolab.fleet.app import class_queue, host_queue, make_app, redacted
 from iolab.fleet.config import HostConfig
+from iolab.fleet.retry import retry_store
 from iolab.fleet.worker import Beat, Worker, boot_id, kernel, register
 from iolab.store import leases
 from iolab.store.store import Store
@@ -50,15 +52,20 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
     )
-    leases.register_host(
-        store,
-        config.name,
-        config.host_class,
-        kernel=kernel(),
-        boot_id=boot_id(),
-        devices=config.devices,
-        cmdline=_cmdline(),
-        power_cycle=config.hooks.get("power_cycle"),
+    # facts only (docs/fleet.md "Trust"): nothing a host registers is ever run by anyone
+    retry_store(
+        lambda: leases.register_host(
+            store,
+            config.name,
+            config.host_class,
+            kernel=kernel(),
+            boot_id=boot_id(),
+            devices=config.devices,
+            cmdline=_cmdline(),
+            device_names=sorted(config.device_names),
+            provides=config.provides,
+            version=__version__,
+        )
     )
     beat = Beat(store, config)
     beat.beat()

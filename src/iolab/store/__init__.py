@@ -66,6 +66,10 @@ def open_store(
                 )
             open_store(location).close()  # upgrade it, as every open did before
         return _opened(loc, make_engine(loc, read_only=True), write=False)
+    if loc.path is None:  # a server: waited for while it is down or starting (store.wait)
+        from iolab.store.wait import waiting
+
+        return waiting(lambda: _opened(loc, make_engine(loc), write=True), loc.display)
     return _opened(loc, make_engine(loc), write=True)
 
 

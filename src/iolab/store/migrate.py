@@ -9,13 +9,19 @@ times an hour), so it costs one query and no alembic: the stored revision is rea
 SQL and compared with the heads found by reading the revision files' `revision =` and
 `down_revision =` lines.  Alembic (about a third of a second to import) is loaded only when
 something is to be created, upgraded or refused.
+
+On PostgreSQL the creation or upgrade runs under a transaction-level advisory lock: a lab's
+first day (or every host back after a power cut) starts many workers and controllers at
+once, and two of them creating the same tables would collide in the catalog (`duplicate key
+value violates unique constraint "pg_type_typname_nsp_index"`).  The first takes the lock and
+migrates; the others wait for it, then find the schema current and do nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, column, inspect, select, table
+from sqlalchemy import Connection, Engine, column, inspect, select, table, text
 
 from iolab.errors import StoreError
 from iolab.store.engine import WRITE_OPTION
@@ -42,13 +48,21 @@ def alembic_config() -> Config:
     return cfg
 
 
+# pg_advisory_xact_lock's key: "iolabmig" as a signed 64-bit number, one per database
+MIGRATION_LOCK = int.from_bytes(b"iolabmig", "big", signed=True)
+
+
 def current_revisions(engine: Engine) -> tuple[str, ...]:
     """The store's revisions as alembic reads them."""
+    with engine.connect() as conn:
+        return _current_on(conn)
+
+
+def _current_on(conn: Connection) -> tuple[str, ...]:
     from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-        return tuple(ctx.get_current_heads())
+    ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    return tuple(ctx.get_current_heads())
 
 
 def needs_upgrade(engine: Engine, display: str) -> bool:
@@ -87,8 +101,15 @@ def upgrade(engine: Engine, display: str) -> None:
     if not needs_upgrade(engine, display):
         return
     from alembic import command
+    from alembic.script import ScriptDirectory
 
     cfg = alembic_config()
     with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # held until this transaction ends: another process migrating now is waited for
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+            heads = set(ScriptDirectory.from_config(cfg).get_heads())
+            if set(_current_on(conn)) == heads:
+                return  # done by the process that held the lock
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
