@@ -29,6 +29,7 @@ from iolab.store.revision import MIGRATIONS, VERSION_TABLE, known_heads
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 
 def stored_revisions(engine: Engine) -> tuple[str, ...]:
@@ -67,21 +68,34 @@ def _current_on(conn: Connection) -> tuple[str, ...]:
 
 def needs_upgrade(engine: Engine, display: str) -> bool:
     """Whether the schema is older than this iolab's (nothing is written to find out);
-    StoreError for a foreign or newer database."""
+    StoreError for a foreign or newer database.  A PostgreSQL database without an iolab
+    revision is judged under the migration lock instead (`upgrade`): its tables may be
+    those another process is creating at this very moment."""
     current = stored_revisions(engine)
     if current and set(current) == known_heads():
         return False
     from alembic.script import ScriptDirectory
-    from alembic.util import CommandError
 
     script = ScriptDirectory.from_config(alembic_config())
-    heads = set(script.get_heads())
-    current = current_revisions(engine)
-    if set(current) == heads:
-        return False
+    with engine.connect() as conn:
+        current = _current_on(conn)
+        if set(current) == set(script.get_heads()):
+            return False
+        if conn.dialect.name == "postgresql" and not current:
+            return True
+        _refuse(conn, script, current, display)
+    return True
+
+
+def _refuse(
+    conn: Connection, script: ScriptDirectory, current: tuple[str, ...], display: str
+) -> None:
+    """StoreError for a database that holds other tables but no iolab revision, or a
+    revision this iolab does not know (a newer one's)."""
+    from alembic.util import CommandError
+
     if not current:
-        with engine.connect() as conn:
-            tables = inspect(conn).get_table_names()
+        tables = inspect(conn).get_table_names()
         if tables:
             raise StoreError(
                 f"{display}: not an iolab store (it holds other tables: {', '.join(tables[:5])})"
@@ -93,7 +107,6 @@ def needs_upgrade(engine: Engine, display: str) -> bool:
             found = None
         if found is None:
             raise StoreError(f"{display}: made by a newer iolab (schema revision {rev})")
-    return True
 
 
 def upgrade(engine: Engine, display: str) -> None:
@@ -106,10 +119,13 @@ def upgrade(engine: Engine, display: str) -> None:
     cfg = alembic_config()
     with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
         if conn.dialect.name == "postgresql":
-            # held until this transaction ends: another process migrating now is waited for
+            # held until this transaction ends: a process migrating now is waited for, and
+            # what it made is seen whole once the lock is ours
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-            heads = set(ScriptDirectory.from_config(cfg).get_heads())
-            if set(_current_on(conn)) == heads:
+            script = ScriptDirectory.from_config(cfg)
+            current = _current_on(conn)
+            if set(current) == set(script.get_heads()):
                 return  # done by the process that held the lock
+            _refuse(conn, script, current, display)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
