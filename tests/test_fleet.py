@@ -635,9 +635,9 @@ def test_status_shows_versions_and_a_job_of_another_version_is_refused(hosts: Fl
         if marker in line and "refused a job" in line
     ]
     assert len(lines) == 1 and "upgrade the older one" in lines[0]
-    with open_store(hosts.db) as store:
-        assert leases.state_of(store, run_id, 1, 1) == "queued"  # nothing measured
-        leases.end(store, attempt.id, "revoked", "test over", only_from=("queued",))
+    (ended,) = attempts(hosts, run_id)  # refused with why: the controller can say so
+    assert ended.id == attempt.id and ended.state == "refused"
+    assert marker in str(ended.reason)
 
 
 # -- trust: the controller runs only its own config's commands ------------------------------

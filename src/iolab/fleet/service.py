@@ -112,17 +112,23 @@ def _cmdline() -> str | None:
 
 def systemd_unit(executable: str) -> str:
     """A unit that runs `iolab worker` on boot and again after a crash; the broker and
-    store URLs come from an environment file readable by root only."""
+    store URLs come from an environment file readable by root only (docs/fleet.md "The
+    worker's unit" says why each line is there)."""
     return f"""[Unit]
 Description=iolab fleet worker (runs blocks of iolab plans)
 Documentation=man:iolab(1) docs/fleet.md
 After=network-online.target
 Wants=network-online.target
+# restarted however often it fails (a lab's hosts outlive its controller's outages)
+StartLimitIntervalSec=0
 
 [Service]
 Type=simple
-# IOLAB_BROKER=redis://:PASSWORD@controller:6379/0
-# IOLAB_DB=postgresql+psycopg://iolab:PASSWORD@controller/iolab
+# root: a block makes loop devices, filesystems and mounts, and formats designated devices
+User=root
+# IOLAB_BROKER=redis://:PASSWORD@controller:6379/0 (rediss:// for TLS)
+# IOLAB_DB=postgresql+psycopg://iolab:PASSWORD@controller/iolab?sslmode=verify-full
+# IOLAB_DB_WAIT_S=600  (how long to wait for PostgreSQL at start; default 120)
 EnvironmentFile=/etc/iolab/worker.env
 ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
 # SIGTERM: a warm shutdown, after the running block; the journal undoes a killed one
@@ -130,6 +136,10 @@ ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
 ExecStartPre=-{shlex.quote(executable)} cleanup
 KillSignal=SIGTERM
 TimeoutStopSec=infinity
+# logs: the journal (journalctl -u iolab-worker); a crash or a store that stayed away
+# past IOLAB_DB_WAIT_S is retried after 10 s, for ever
+StandardOutput=journal
+StandardError=journal
 Restart=on-failure
 RestartSec=10
 

@@ -178,6 +178,7 @@ class Worker:
             job = parse_job(data)
         except JobVersionError as exc:
             log.error("refused a job: %s", exc)
+            self._refuse_unread(data, str(exc))
             return f"refused: {exc}"
         except ValueError as exc:
             log.error("a message that is not a job: %s", exc)
@@ -197,6 +198,22 @@ class Worker:
         finally:
             self.beat.current = None
             self.beat.beat()
+
+    def _refuse_unread(self, data: object, reason: str) -> None:
+        """A job this worker cannot read: its attempt, if named, ends `refused` with why,
+        so the controller tries another host or ends the run saying so."""
+        if not isinstance(data, dict):
+            return
+        ids = [data.get(k) for k in ("run_id", "block", "attempt")]
+        numbers = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+        if len(numbers) != 3:
+            return
+        run_id, block, attempt = numbers
+        lease = retry_store(
+            lambda: leases.claim(self.store, run_id, block, attempt, self.config.name)
+        )
+        if lease is not None:
+            retry_store(lambda: leases.end(self.store, lease.id, "refused", reason))
 
     def _run(self, job: Job, attempt_id: int) -> str:
         try:
