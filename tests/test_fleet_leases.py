@@ -195,3 +195,76 @@ def test_a_host_config_with_hooks() -> None:
         )
         assert config.hooks["check"] == ("uname", "-r")
         assert load(fh.name, name="other", host_class="c2").name == "other"
+
+
+def test_only_the_controllers_config_names_a_command(tmp_path: Path) -> None:
+    """A host cannot hand the controller a command: a host config with a power_cycle hook
+    is refused, a host row has no column for one, and the controller's power cycle of a
+    host comes from its own fleet.toml (or, for a guest this machine started, `iolab guest
+    power-cycle`) and from nothing else."""
+    import os
+
+    from iolab.errors import IolabError
+    from iolab.fleet import power
+    from iolab.fleet.config import load
+    from iolab.store.schema import fleet_hosts
+
+    host = tmp_path / "host.toml"
+    host.write_text('[hooks]\npower_cycle = ["touch", "/tmp/owned"]\n')
+    with pytest.raises(IolabError, match="power_cycle is run by the controller"):
+        load(str(host))
+    assert set(fleet_hosts.c.keys()) == {
+        "name", "host_class", "state", "drained", "reason", "heartbeat_at", "started_at",
+        "kernel", "boot_id", "current_job", "devices", "cmdline", "device_names", "provides",
+        "version",
+    }  # fmt: skip
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[hosts.ssd-01]\npower_cycle = ["ipmitool", "power", "cycle"]\n')
+    env = {"IOLAB_FLEET_CONFIG": str(fleet), "IOLAB_GUEST_STATE": str(tmp_path / "guests")}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        config = power.load()
+        assert config.power_cycle("ssd-01") == ["ipmitool", "power", "cycle"]
+        assert config.power_cycle("ssd-02") is None
+        (tmp_path / "guests" / "g1").mkdir(parents=True)
+        (tmp_path / "guests" / "g1" / "state.json").write_text("{}")
+        assert config.power_cycle("g1")[-2:] == ["power-cycle", "g1"]  # type: ignore[index]
+        assert config.power_cycle("../g1") is None
+        fleet.write_text('[hosts.ssd-01]\nboot = ["reboot"]\n')
+        with pytest.raises(IolabError, match="unknown hook 'boot'; hooks: power_cycle"):
+            power.load()
+        fleet.write_text("hosts = 3\n")
+        with pytest.raises(IolabError, match=r"\[hosts\] is a table"):
+            power.load()
+        os.environ["IOLAB_FLEET_CONFIG"] = str(tmp_path / "missing.toml")
+        with pytest.raises(IolabError, match="cannot read the fleet config"):
+            power.load()
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def test_a_host_config_with_named_devices_and_provides(tmp_path: Path) -> None:
+    from iolab.errors import IolabError, RefusedError
+    from iolab.fleet.config import load
+    from iolab.fleet.worker import host_devices
+
+    path = tmp_path / "host.toml"
+    path.write_text('provides = ["dm-multipath", "nvme"]\n[devices]\nscratch = "/dev/null"\n')
+    config = load(str(path), name="h1")
+    assert config.devices == ("/dev/null",) and config.device_names == {"scratch": "/dev/null"}
+    assert config.provides == ("dm-multipath", "nvme")
+    text = 'target: {devices: ["{dev:scratch}"]}\n'
+    assert host_devices(text, config) == 'target: {devices: ["/dev/null"]}\n'
+    with pytest.raises(RefusedError, match="host h1 has no device named other"):
+        host_devices(text.replace("scratch", "other"), config)
+    path.write_text("provides = [1]\n")
+    with pytest.raises(IolabError, match="provides is a list of names"):
+        load(str(path))
+    path.write_text('[devices]\nscratch = "sda"\n')
+    with pytest.raises(IolabError, match="devices is a list"):
+        load(str(path))
