@@ -268,3 +268,25 @@ def test_a_host_config_with_named_devices_and_provides(tmp_path: Path) -> None:
     path.write_text('[devices]\nscratch = "sda"\n')
     with pytest.raises(IolabError, match="devices is a list"):
         load(str(path))
+
+
+def test_what_a_store_is_waited_for() -> None:
+    """A server down, starting or not made yet is waited for; a refusal waiting cannot
+    mend (a certificate, a password, a role) is not."""
+    from iolab.store.wait import transient
+
+    for words in (
+        'connection failed: connection to server at "10.0.0.1", port 5432 failed: '
+        "Connection refused",
+        "FATAL:  the database system is starting up",
+        "server closed the connection unexpectedly",
+        'FATAL:  database "iolab" does not exist',
+    ):
+        assert transient(words), words
+    for words in (
+        "connection failed: SSL error: certificate verify failed",
+        'FATAL:  password authentication failed for user "iolab"',
+        'FATAL:  role "x" does not exist',
+        "not an iolab store (it holds other tables: t)",
+    ):
+        assert not transient(words), words

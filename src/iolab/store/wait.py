@@ -40,6 +40,17 @@ _TRANSIENT = (
 )
 
 
+# what waiting cannot mend, even when the driver words it as a failed connection
+_PERMANENT = (
+    "certificate",
+    "ssl error",
+    "password authentication failed",
+    "no pg_hba.conf entry",
+    "role ",
+    "permission denied",
+)
+
+
 def wait_budget_s() -> float:
     """$IOLAB_DB_WAIT_S, else 120 s."""
     value = os.environ.get("IOLAB_DB_WAIT_S")
@@ -58,6 +69,8 @@ def transient(message: str) -> bool:
     """Whether a store failure may mend itself by waiting (the server down or starting, a
     database not created yet)."""
     low = message.lower()
+    if any(word in low for word in _PERMANENT):
+        return False
     if 'database "' in low and "does not exist" in low:
         return True  # created by the lab's setup, perhaps right now
     return any(word in low for word in _TRANSIENT)
