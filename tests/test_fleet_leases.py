@@ -290,3 +290,68 @@ def test_what_a_store_is_waited_for() -> None:
         "not an iolab store (it holds other tables: t)",
     ):
         assert not transient(words), words
+
+
+@pytest.mark.lab
+def test_cancel_and_watch_a_local_run(tmp_path: Path) -> None:
+    """A local run cancelled from another terminal: its process is interrupted, restores
+    the machine (nothing left for `iolab cleanup`) and the run ends interrupted; `watch`
+    followed it until then."""
+    import os
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        LOCAL_PLAN.replace("repeat: 2", "repeat: 40").replace(
+            "rw=write", "rw=write\n    rate=1m\n    runtime=1\n    time_based=1"
+        )
+    )
+    env = dict(os.environ, IOLAB_DB=str(tmp_path / "s.db"), IOLAB_JOURNAL_DIR=str(tmp_path / "j"))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "run", str(plan), "-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watch: subprocess.Popen[str] | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (tmp_path / "s.db").exists():
+                with open_store(env["IOLAB_DB"]) as store:
+                    if store.runs() and store.runs()[0].n_samples >= 2:
+                        break
+            time.sleep(0.3)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "iolab", "watch", "1", "--interval", "0.2"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert watch.stdout is not None
+        first = watch.stdout.readline()  # it is following the run
+        code, out, err = _iolab("cancel", "1", env=env)
+        assert code == 0, err
+        assert "run 1 cancelled (interrupted)" in out and "SIGTERM" in out
+        _out, run_err = run.communicate(timeout=60)
+        assert run.returncode == 5, run_err
+        watched, _ = watch.communicate(timeout=30)
+        assert watch.returncode == 0
+        lines = [first, *watched.splitlines()]
+        assert lines[0].startswith("run 1 (lab) running:") and "/40 samples" in lines[0]
+        assert lines[-1].startswith("run 1 (lab) interrupted:")
+    finally:
+        for proc in (run, watch):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    with open_store(env["IOLAB_DB"]) as store:
+        info = store.run(1)
+        tried = leases.attempts(store, 1)
+    assert info.status == "interrupted" and 2 <= info.n_samples < 40
+    assert all(a.state in leases.TERMINAL for a in tried)
+    code, out, _ = _iolab("cleanup", env=env)
+    assert code == 0 and "nothing" in out.lower(), out  # the run restored the machine itself

@@ -17,6 +17,7 @@ from collections.abc import Collection, Sequence
 from iolab.plan.model import STACK_REQUIREMENTS, Plan, implied_requirements
 from iolab.store.leases import HostRow
 
+LINK_DIRS = ("/dev/disk/", "/dev/mapper/")
 DEVICE_NAME = re.compile(r"\{dev:([A-Za-z0-9][A-Za-z0-9._-]*)\}")
 
 
@@ -54,7 +55,12 @@ def why_not(plan: Plan, host: HostRow) -> str | None:
             if not DEVICE_NAME.fullmatch(d)
         }
     )
-    foreign = [d for d in paths if os.path.normpath(d) not in host.devices]
+    # a link (/dev/disk/by-id/…) resolves on the host only: the host judges those
+    foreign = [
+        d
+        for d in paths
+        if os.path.normpath(d) not in host.devices and not d.startswith(LINK_DIRS)
+    ]
     if foreign:
         return f"device {foreign[0]} is not designated there"
     missing = unmet(plan, host.provides)
