@@ -4,10 +4,12 @@ A task is data: a plan's text and hash, a run, a block and an attempt.  The work
 
 1. claims the attempt's lease in PostgreSQL (a conditional UPDATE: a redelivered or
    duplicated message finds it running or ended and measures nothing);
-2. checks the plan's SHA-256 and preflights it under *its own* host config: device targets
-   must be among the host's designated devices, `command:` workloads need
-   `allow_commands`, then the lab's own preflight — a refusal ends the attempt `refused`
-   with the reason, before anything on the host is touched;
+2. checks the plan's SHA-256, fills `{dev:NAME}` from its own `[devices]`, and preflights
+   the plan under *its own* host config: device targets must be among the host's
+   designated devices, `command:` workloads need `allow_commands`, `requires:` names need
+   `provides`, then the lab's own preflight, as for a local run — a refusal ends the
+   attempt `refused` with the reason (the controller tries another host), before anything
+   on the host is touched;
 3. runs the block with the same `iolab.plan` load and `LabSession.run_block` as a local
    run, its samples kept in memory;
 4. stores them and ends the lease `finished` in one transaction — only if the lease is
