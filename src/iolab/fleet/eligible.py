@@ -57,9 +57,7 @@ def why_not(plan: Plan, host: HostRow) -> str | None:
     )
     # a link (/dev/disk/by-id/…) resolves on the host only: the host judges those
     foreign = [
-        d
-        for d in paths
-        if os.path.normpath(d) not in host.devices and not d.startswith(LINK_DIRS)
+        d for d in paths if os.path.normpath(d) not in host.devices and not d.startswith(LINK_DIRS)
     ]
     if foreign:
         return f"device {foreign[0]} is not designated there"
