@@ -6,7 +6,11 @@ All hosts share this machine's CPUs and memory, so "blocks per minute with N hos
 the fleet's machinery on an I/O-bound, rate-limited job (fio sleeps most of its time), not
 N machines' worth of disks.
 
-    .venv/bin/python bench/fleet.py [--blocks 6] [--jobs 1000]
+    .venv/bin/python bench/fleet.py [--blocks 6] [--jobs 1000] [--runtime 1] [--raw] [--no-ab]
+
+`--raw --runtime 5` makes each block I/O-bound: no mkfs or mount, fio rate-limited on the
+loop device for 5 s a sample, so the machine's CPUs hardly matter and what the fleet adds
+(publish, claim, heartbeats, storing, polling) shows in the blocks per minute.
 
 1. per-block overhead: the same plan run here (`iolab run`) and on a 1-host fleet;
 2. blocks per minute with 1, 2 and 3 hosts;
@@ -35,17 +39,17 @@ from iolab.store import leases, open_store
 PLAN = """\
 name: fleet-bench
 target: {{size: 32M}}
-filesystem: {{type: ext4, mkfs_options: -m 1, mount_options: noatime}}
+filesystem: {filesystem}
 workload:
   fio: |
     [w]
-    filename={{mnt}}/f
+    filename={filename}
     size=2M
     bs=4k
     rw=randwrite
     ioengine=psync
     rate=2m
-    runtime=1
+    runtime={runtime}
     time_based=1
 variants:
   fast: {{fio: {{rate: {fast}}}}}
@@ -94,12 +98,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--runtime", type=int, default=1, help="fio seconds per sample")
+    parser.add_argument("--raw", action="store_true", help="fio on the device, no mkfs")
+    parser.add_argument("--no-ab", action="store_true", help="skip the ab timings")
     args = parser.parse_args()
+    shape = {
+        "runtime": args.runtime,
+        "filesystem": "none"
+        if args.raw
+        else "{type: ext4, mkfs_options: -m 1, mount_options: noatime}",
+        "filename": "{dev}" if args.raw else "{mnt}/f",
+    }
     tmp = Path(tempfile.mkdtemp(prefix="iolab-fleet-bench-"))
     plan = tmp / "plan.yaml"
-    plan.write_text(PLAN.format(repeat=args.blocks, fast="4m", slow="1m"))
+    plan.write_text(PLAN.format(repeat=args.blocks, fast="4m", slow="1m", **shape))
     ab_plan = tmp / "ab.yaml"
-    ab_plan.write_text(PLAN.format(repeat=2, fast="2m", slow="1900k"))  # a 5% effect
+    ab_plan.write_text(PLAN.format(repeat=2, fast="2m", slow="1900k", **shape))  # a 5% effect
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     fleet = Fleet.make(3)
     try:
@@ -127,7 +141,7 @@ def main() -> None:
                 f"{60 * args.blocks / took:.1f} blocks/min"
             )
         # 3. time to an ab verdict, 3 hosts vs 1
-        for n in (3, 1):
+        for n in () if args.no_ab else (3, 1):
             up(fleet, n)
             took = iolab(
                 env,
@@ -161,8 +175,8 @@ def main() -> None:
 
 def dispatch(fleet: Fleet, jobs: int) -> None:
     from iolab.fleet.app import TASK, class_queue, make_app
+    from iolab.fleet.job import Job
     from iolab.fleet.status import queue_lengths
-    from iolab.fleet.worker import Job
 
     app = make_app(fleet.broker, visibility_timeout_s=3600)
     workers = [h.process for h in fleet.hosts if h.process is not None]

@@ -186,6 +186,12 @@ class Fleet:
             "start",
         )
 
+    def reset_db(self) -> None:
+        """An empty store again (a lab's first day): the database dropped and made anew."""
+        psql = (str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "iolab")
+        self._pg(*psql, "-d", "postgres", "-c", "DROP DATABASE IF EXISTS iolab_fleet WITH (FORCE)")
+        self._pg(*psql, "-d", "postgres", "-c", "CREATE DATABASE iolab_fleet")
+
     def stop_postgres(self) -> None:
         data = self.root / "pg" / "data"
         if data.exists():
@@ -236,10 +242,15 @@ class Fleet:
 
     # -- workers --------------------------------------------------------------------------
 
-    def start_worker(self, host: Host, *extra: str) -> None:
+    def start_worker(self, host: Host, *extra: str, config: str | None = None) -> None:
+        """`iolab worker` in the host's namespace; `config`: the text of its host.toml."""
         if host.process is not None and host.process.poll() is None:
             return
         host.journal.mkdir(exist_ok=True)
+        if config is not None:
+            path = self.root / f"host-{host.index}.toml"
+            path.write_text(config)
+            extra = (*extra, "--config", str(path))
         host.log = self.root / f"worker-{host.index}.log"
         worker = (
             f"hostname {host.name} && exec {sys.executable} -m iolab worker "

@@ -292,13 +292,28 @@ def test_a_device_not_designated_is_refused(hosts: Fleet, tmp_path: Path) -> Non
         plan.write_text(DEVICE_PLAN.format(device=loop))
         done = iolab(hosts, "run", str(plan), "--fleet", "lab", "--destroy-data", "-q")
         assert done.returncode == 3, done.stderr
-        assert "refused" in done.stderr and "not designated" in done.stderr
-        run_id = newest_run(hosts)
-        (attempt,) = attempts(hosts, run_id)
-        assert attempt.state == "refused" and "not designated" in str(attempt.reason)
+        assert "no host of class lab can run this plan" in done.stderr
+        assert "not designated" in done.stderr and done.stderr.count("\n") == 1
+        assert attempts(hosts, newest_run(hosts)) == []  # judged from the hosts' facts
+        # whoever can write the store can change the facts, not what a host lets a plan
+        # touch: each host refuses under its own host config, and the run ends once all did
+        with open_store(hosts.db) as store, store._session(write=True) as conn:
+            from iolab.store.schema import fleet_hosts
+
+            conn.execute(fleet_hosts.update().values(devices=[loop]))
+            conn.commit()
+        done = iolab(hosts, "run", str(plan), "--fleet", "lab", "--destroy-data", "-q")
+        assert done.returncode == 3, done.stderr
+        assert "no host of class lab can run it" in done.stderr and "refused" in done.stderr
+        tried = attempts(hosts, newest_run(hosts))
+        assert {a.state for a in tried} == {"refused"} and len(tried) == 3, tried
+        assert all("not designated" in str(a.reason) for a in tried)
+        assert len({a.host for a in tried}) == 3  # each host asked once
         assert image.read_bytes() == before  # nothing touched
     finally:
         subprocess.run(["losetup", "-d", loop], check=False)
+        for host in hosts.hosts:  # their facts registered again
+            hosts.kill_worker(host, signal.SIGTERM)
 
 
 # -- faults -------------------------------------------------------------------------------
@@ -442,7 +457,7 @@ def test_a_pickled_message_is_not_accepted(hosts: Fleet, tmp_path: Path) -> None
     from celery import Celery
 
     from iolab.fleet.app import TASK, class_queue
-    from iolab.fleet.worker import Job
+    from iolab.fleet.job import Job
 
     with open_store(hosts.db) as store:
         run_id = store.create_run("lab", plan_text="x", plan_hash="0" * 64)
@@ -501,3 +516,250 @@ def test_ab_controller_killed_then_resumed(hosts: Fleet, tmp_path: Path) -> None
     assert max(finished.values()) == 1
     used = max(k["blocks"] for k in run.meta["ab_result"]["states"])
     assert set(range(1, used + 1)) <= set(finished)  # the verdict saw blocks 1..k, all there
+
+
+# -- operations: cancel, watch, forget, versions ------------------------------------------
+
+
+def test_cancel_a_fleet_run(hosts: Fleet, tmp_path: Path) -> None:
+    """`iolab cancel RUN` from another terminal: nothing new starts, the blocks in flight
+    stop at their next sample, the hosts are idle again, the controller exits interrupted."""
+    plan = write_plan(tmp_path, runtime="2", repeat=12)
+    known = {r.id for r in _runs(hosts)}
+    ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
+    run_id = new_run(hosts, known)
+    wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
+    done = iolab(hosts, "cancel", str(run_id), timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert f"run {run_id} cancelled" in done.stdout and done.stdout.count("\n") == 1
+    _out, err = ctl.communicate(timeout=120)
+    assert ctl.returncode == 5, err
+    with open_store(hosts.db) as store:
+        assert store.run(run_id).status == "interrupted"
+        stored = len(store.samples(run_id, status=None, with_jobs=False, with_histograms=False))
+        rows = leases.hosts(store, "lab")
+    tried = attempts(hosts, run_id)
+    assert all(a.state in leases.TERMINAL for a in tried), tried
+    assert any(a.reason == "cancelled" for a in tried)
+    assert stored < 24  # it stopped before the plan's end
+    assert all(h.current_job is None for h in rows), rows  # every host let go of it
+    again = iolab(hosts, "cancel", str(run_id))
+    assert again.returncode == 2 and "nothing to cancel" in again.stderr
+    # the hosts were restored: the next run uses them as usual
+    check_next = iolab(
+        hosts, "run", str(write_plan(tmp_path, repeat=3)), "--fleet", "lab", "--hosts", "3", "-q"
+    )
+    assert check_next.returncode == 0, check_next.stderr
+
+
+def test_watch_follows_a_fleet_run(hosts: Fleet, tmp_path: Path) -> None:
+    plan = write_plan(tmp_path, runtime="1", repeat=6)
+    known = {r.id for r in _runs(hosts)}
+    ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
+    run_id = new_run(hosts, known)
+    watch = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "iolab",
+            "watch",
+            str(run_id),
+            "--format",
+            "json",
+            "--interval",
+            "0.3",
+        ],
+        env=hosts.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    _out, err = ctl.communicate(timeout=60)
+    assert ctl.returncode == 0, err
+    assert watch.returncode == 0, watch.stderr
+    seen = [json.loads(line) for line in watch.stdout.splitlines()]
+    assert len(seen) >= 3  # it showed progress, not only the end
+    counts = [s["samples"] for s in seen]
+    assert counts == sorted(counts) and counts[-1] == 12
+    assert seen[-1]["status"] == "finished" and seen[-1]["planned"] == 12
+    assert any(s["hosts"] for s in seen)  # blocks shown running on their hosts
+    assert all(s["status"] == "running" for s in seen[:-1])
+    once = iolab(hosts, "watch", str(run_id))
+    assert once.returncode == 0 and once.stdout.count("\n") == 1
+    assert f"run {run_id} (lab) finished: 12/12 samples" in once.stdout
+    missing = iolab(hosts, "watch", "99999")
+    assert missing.returncode == 2 and "no run 99999" in missing.stderr
+
+
+def test_forget_a_host(hosts: Fleet, tmp_path: Path) -> None:
+    gone = hosts.hosts[0]
+    alive = iolab(hosts, "fleet", "forget", gone.name)
+    assert alive.returncode == 2 and "is alive" in alive.stderr, alive.stderr
+    hosts.kill_worker(gone, signal.SIGTERM)
+    wait_for(lambda: gone.name not in live_hosts(hosts), 30, "the host silent")
+    time.sleep(3.5)  # past three heartbeats
+    done = iolab(hosts, "fleet", "forget", gone.name)
+    assert done.returncode == 0 and f"host {gone.name} forgotten" in done.stdout, done.stderr
+    status = json.loads(iolab(hosts, "fleet", "status", "--format", "json").stdout)
+    assert gone.name not in {h["name"] for h in status["hosts"]}
+    again = iolab(hosts, "fleet", "forget", gone.name)
+    assert again.returncode == 2 and f"no host {gone.name}" in again.stderr
+
+
+def test_status_shows_versions_and_a_job_of_another_version_is_refused(hosts: Fleet) -> None:
+    from iolab import __version__
+    from iolab.fleet.app import TASK, class_queue, make_app
+    from iolab.fleet.job import Job
+
+    status = json.loads(iolab(hosts, "fleet", "status", "--format", "json").stdout)
+    assert {h["version"] for h in status["hosts"]} == {__version__}
+    table = iolab(hosts, "fleet", "status")
+    assert "iolab" in table.stdout.splitlines()[0] and __version__ in table.stdout
+    with open_store(hosts.db) as store:
+        run_id = store.create_run("lab", plan_text="x", plan_hash="0" * 64)
+        attempt = leases.new_attempt(store, run_id, 1, host_class="lab")
+    payload = {**Job(run_id, 1, 1, "x", "0" * 64, "x", 1, None).to_json(), "v": 99}
+    app = make_app(hosts.broker, visibility_timeout_s=60)
+    app.send_task(TASK, kwargs={"job": payload}, queue=class_queue("lab"))
+    marker = "job version 99 is not this worker's"
+
+    def refused() -> bool:
+        return any(h.log is not None and marker in h.log.read_text() for h in hosts.hosts)
+
+    wait_for(refused, 30, "the refusal")
+    lines = [
+        line
+        for h in hosts.hosts
+        if h.log is not None
+        for line in h.log.read_text().splitlines()
+        if marker in line and "refused a job" in line
+    ]
+    assert len(lines) == 1 and "upgrade the older one" in lines[0]
+    (ended,) = attempts(hosts, run_id)  # refused with why: the controller can say so
+    assert ended.id == attempt.id and ended.state == "refused"
+    assert marker in str(ended.reason)
+
+
+# -- trust: the controller runs only its own config's commands ------------------------------
+
+
+def test_the_power_cycle_comes_from_the_controllers_config(hosts: Fleet, tmp_path: Path) -> None:
+    """A host whose lease was lost is power-cycled with the command fleet.toml gives for
+    it on the controller — the only command a controller runs for a host."""
+    marker = tmp_path / "cycled"
+    config = tmp_path / "fleet.toml"
+    config.write_text(
+        "".join(
+            f'[hosts.{h.name}]\npower_cycle = ["/bin/sh", "-c", "echo {h.name} >> {marker}"]\n'
+            for h in hosts.hosts
+        )
+    )
+    plan = write_plan(tmp_path, runtime="2", repeat=6)
+    known = {r.id for r in _runs(hosts)}
+    env = dict(hosts.env(), IOLAB_FLEET_CONFIG=str(config))
+    ctl = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run_id = new_run(hosts, known)
+    wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
+    victim = running_on(hosts, run_id)
+    assert victim is not None
+    host = host_named(hosts, victim.host)
+    hosts.link(host, False)
+    time.sleep(6)
+    hosts.link(host, True)
+    _out, err = ctl.communicate(timeout=240)
+    assert ctl.returncode == 0, err
+    check_complete(hosts, run_id, 6)
+    assert host.name in marker.read_text().split()
+
+
+# -- hosts say what they have --------------------------------------------------------------
+
+COMMAND_PLAN = """\
+name: fleet-command
+target: {size: 16M}
+filesystem: none
+workload:
+  command:
+    argv: ["sh", "-c", "echo ops 1000"]
+    metric: {name: write.iops, regex: 'ops ([0-9]+)'}
+repeat: 3
+kpis: [write.iops]
+prepare: {drop_caches: false}
+"""
+
+
+def test_devices_by_name_provides_and_a_refusal_sent_elsewhere(
+    hosts: Fleet, tmp_path: Path
+) -> None:
+    """Three hosts that differ: h0 provides `fleet-thing` and runs `command:` workloads,
+    h1 has a device named `scratch`, h2 has neither.  The controller sends each plan only
+    where it can run (and says where before the run), a block refused by a host goes to
+    another, and a plan no host can run ends in one line before any block is sent."""
+    image = tmp_path / "scratch.img"
+    image.write_bytes(b"")
+    os.truncate(image, 64 << 20)
+    loop = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    h0, h1, h2 = hosts.hosts
+    configs = {
+        h0.index: 'provides = ["fleet-thing"]\nallow_commands = true\n',
+        h1.index: f'[devices]\nscratch = "{loop}"\n',
+        h2.index: "",
+    }
+    try:
+        for host in hosts.hosts:
+            hosts.kill_worker(host, signal.SIGTERM)
+            hosts.start_worker(host, config=configs[host.index])
+        wait_for(lambda: len(live_hosts(hosts)) == 3, 60, "three workers up")
+
+        provides = tmp_path / "provides.yaml"
+        provides.write_text(
+            PLAN.format(runtime="1", repeat=2) + "requires: {fleet-thing: a test name}\n"
+        )
+        done = iolab(hosts, "run", str(provides), "--fleet", "lab", "--hosts", "3", "-q")
+        assert done.returncode == 0, done.stderr
+        assert f"can run this plan: {h0.name}; not {h1.name}" in done.stderr
+        assert on_hosts(hosts, newest_run(hosts)) == {h0.name}
+
+        named = tmp_path / "named.yaml"
+        named.write_text(DEVICE_PLAN.format(device='"{dev:scratch}"'))
+        done = iolab(hosts, "run", str(named), "--fleet", "lab", "--hosts", "3", "-q")
+        assert done.returncode == 0, done.stderr
+        assert on_hosts(hosts, newest_run(hosts)) == {h1.name}
+
+        command = tmp_path / "command.yaml"
+        command.write_text(COMMAND_PLAN)
+        done = iolab(hosts, "run", str(command), "--fleet", "lab", "--hosts", "3", "-q")
+        assert done.returncode == 0, done.stderr
+        run_id = newest_run(hosts)
+        assert on_hosts(hosts, run_id) == {h0.name}
+        tried = attempts(hosts, run_id)
+        assert {a.host for a in tried if a.state == "refused"} <= {h1.name, h2.name}
+        assert Counter(a.block for a in tried if a.state == "finished") == Counter([1, 2, 3])
+
+        nowhere = tmp_path / "nowhere.yaml"
+        nowhere.write_text(PLAN.format(runtime="1", repeat=1) + "requires: {unheard-of: x}\n")
+        known = {r.id for r in _runs(hosts)}
+        done = iolab(hosts, "run", str(nowhere), "--fleet", "lab", "--hosts", "3", "-q")
+        assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr
+        assert "no host of class lab can run this plan" in done.stderr
+        assert f"{h2.name}: does not provide unheard-of" in done.stderr
+        for run in _runs(hosts):
+            if run.id not in known:
+                assert attempts(hosts, run.id) == []  # not one block was sent
+    finally:
+        for host in hosts.hosts:
+            hosts.kill_worker(host, signal.SIGTERM)  # the next test's hosts are plain again
+        subprocess.run(["losetup", "-d", loop], check=False)
+
+
+def on_hosts(fleet: Fleet, run_id: int) -> set[str | None]:
+    with open_store(fleet.db) as store:
+        return {s.host for s in store.samples(run_id, status=None)}

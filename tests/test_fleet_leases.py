@@ -166,7 +166,7 @@ def test_the_worker_unit_and_its_refusals(tmp_path: Path) -> None:
     assert code == 2 and "unknown key 'device'" in err and err.count("\n") == 1
     config.write_text('[hooks]\nboot = "reboot now"\n')
     code, _, err = _iolab("worker", "--config", str(config), env=env)
-    assert code == 2 and "hook boot is a non-empty list" in err
+    assert code == 2 and "hooks.boot must be a non-empty list" in err
 
 
 def test_a_host_config_with_hooks() -> None:
@@ -180,7 +180,7 @@ def test_a_host_config_with_hooks() -> None:
         devices = ["/dev/vdb"]
         [hooks]
         boot = ["/usr/local/sbin/boot", "{kernel}"]
-        power_cycle = ["virsh", "reset", "qemu-1"]
+        check = ["uname", "-r"]
         """)
     import tempfile
 
@@ -193,5 +193,165 @@ def test_a_host_config_with_hooks() -> None:
             "guests",
             ("/dev/vdb",),
         )
-        assert config.hooks["power_cycle"] == ("virsh", "reset", "qemu-1")
+        assert config.hooks["check"] == ("uname", "-r")
         assert load(fh.name, name="other", host_class="c2").name == "other"
+
+
+def test_only_the_controllers_config_names_a_command(tmp_path: Path) -> None:
+    """A host cannot hand the controller a command: a host config with a power_cycle hook
+    is refused, a host row has no column for one, and the controller's power cycle of a
+    host comes from its own fleet.toml (or, for a guest this machine started, `iolab guest
+    power-cycle`) and from nothing else."""
+    import os
+
+    from iolab.errors import IolabError
+    from iolab.fleet import power
+    from iolab.fleet.config import load
+    from iolab.store.schema import fleet_hosts
+
+    host = tmp_path / "host.toml"
+    host.write_text('[hooks]\npower_cycle = ["touch", "/tmp/owned"]\n')
+    with pytest.raises(IolabError, match="power_cycle is run by the controller"):
+        load(str(host))
+    assert set(fleet_hosts.c.keys()) == {
+        "name", "host_class", "state", "drained", "reason", "heartbeat_at", "started_at",
+        "kernel", "boot_id", "current_job", "devices", "cmdline", "device_names", "provides",
+        "version",
+    }  # fmt: skip
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[hosts.ssd-01]\npower_cycle = ["ipmitool", "power", "cycle"]\n')
+    env = {"IOLAB_FLEET_CONFIG": str(fleet), "IOLAB_GUEST_STATE": str(tmp_path / "guests")}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        config = power.load()
+        assert config.power_cycle("ssd-01") == ["ipmitool", "power", "cycle"]
+        assert config.power_cycle("ssd-02") is None
+        (tmp_path / "guests" / "g1").mkdir(parents=True)
+        (tmp_path / "guests" / "g1" / "state.json").write_text("{}")
+        assert config.power_cycle("g1")[-2:] == ["power-cycle", "g1"]  # type: ignore[index]
+        assert config.power_cycle("../g1") is None
+        fleet.write_text('[hosts.ssd-01]\nboot = ["reboot"]\n')
+        with pytest.raises(IolabError, match="unknown hook 'boot'; hooks: power_cycle"):
+            power.load()
+        fleet.write_text("hosts = 3\n")
+        with pytest.raises(IolabError, match=r"\[hosts\] is a table"):
+            power.load()
+        os.environ["IOLAB_FLEET_CONFIG"] = str(tmp_path / "missing.toml")
+        with pytest.raises(IolabError, match="cannot read the fleet config"):
+            power.load()
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def test_a_host_config_with_named_devices_and_provides(tmp_path: Path) -> None:
+    from iolab.errors import IolabError, RefusedError
+    from iolab.fleet.config import load
+    from iolab.fleet.worker import host_devices
+
+    path = tmp_path / "host.toml"
+    path.write_text('provides = ["dm-multipath", "nvme"]\n[devices]\nscratch = "/dev/null"\n')
+    config = load(str(path), name="h1")
+    assert config.devices == ("/dev/null",) and config.device_names == {"scratch": "/dev/null"}
+    assert config.provides == ("dm-multipath", "nvme")
+    text = 'target: {devices: ["{dev:scratch}"]}\n'
+    assert host_devices(text, config) == 'target: {devices: ["/dev/null"]}\n'
+    with pytest.raises(RefusedError, match="host h1 has no device named other"):
+        host_devices(text.replace("scratch", "other"), config)
+    path.write_text("provides = [1]\n")
+    with pytest.raises(IolabError, match="provides is a list of names"):
+        load(str(path))
+    path.write_text('[devices]\nscratch = "sda"\n')
+    with pytest.raises(IolabError, match="devices is a list"):
+        load(str(path))
+
+
+def test_what_a_store_is_waited_for() -> None:
+    """A server down, starting or not made yet is waited for; a refusal waiting cannot
+    mend (a certificate, a password, a role) is not."""
+    from iolab.store.wait import transient
+
+    for words in (
+        'connection failed: connection to server at "10.0.0.1", port 5432 failed: '
+        "Connection refused",
+        "FATAL:  the database system is starting up",
+        "server closed the connection unexpectedly",
+        'FATAL:  database "iolab" does not exist',
+    ):
+        assert transient(words), words
+    for words in (
+        "connection failed: SSL error: certificate verify failed",
+        'FATAL:  password authentication failed for user "iolab"',
+        'FATAL:  role "x" does not exist',
+        "not an iolab store (it holds other tables: t)",
+    ):
+        assert not transient(words), words
+
+
+@pytest.mark.lab
+def test_cancel_and_watch_a_local_run(tmp_path: Path) -> None:
+    """A local run cancelled from another terminal: its process is interrupted, restores
+    the machine (nothing left for `iolab cleanup`) and the run ends interrupted; `watch`
+    followed it until then."""
+    import os
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        LOCAL_PLAN.replace("repeat: 2", "repeat: 40").replace(
+            "rw=write", "rw=write\n    rate=1m\n    runtime=1\n    time_based=1"
+        )
+    )
+    env = dict(os.environ, IOLAB_DB=str(tmp_path / "s.db"), IOLAB_JOURNAL_DIR=str(tmp_path / "j"))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "run", str(plan), "-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watch: subprocess.Popen[str] | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (tmp_path / "s.db").exists():
+                with open_store(env["IOLAB_DB"]) as store:
+                    if store.runs() and store.runs()[0].n_samples >= 2:
+                        break
+            time.sleep(0.3)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "iolab", "watch", "1", "--interval", "0.2"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert watch.stdout is not None
+        first = watch.stdout.readline()  # it is following the run
+        code, out, err = _iolab("cancel", "1", env=env)
+        assert code == 0, err
+        assert "run 1 cancelled (interrupted)" in out and "SIGTERM" in out
+        _out, run_err = run.communicate(timeout=60)
+        assert run.returncode == 5, run_err
+        watched, _ = watch.communicate(timeout=30)
+        assert watch.returncode == 0
+        lines = [first, *watched.splitlines()]
+        assert lines[0].startswith("run 1 (lab) running:") and "/40 samples" in lines[0]
+        assert lines[-1].startswith("run 1 (lab) interrupted:")
+    finally:
+        for proc in (run, watch):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    with open_store(env["IOLAB_DB"]) as store:
+        info = store.run(1)
+        tried = leases.attempts(store, 1)
+    assert info.status == "interrupted" and 2 <= info.n_samples < 40
+    assert all(a.state in leases.TERMINAL for a in tried)
+    code, out, _ = _iolab("cleanup", env=env)
+    assert code == 0 and "nothing" in out.lower(), out  # the run restored the machine itself

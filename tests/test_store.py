@@ -39,6 +39,7 @@ TABLES = (
     "regression_keys",
     "fleet_hosts",
     "block_attempts",
+    "run_cancels",
 )
 REPO = Path(__file__).resolve().parents[1]
 

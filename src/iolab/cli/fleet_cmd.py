@@ -1,4 +1,4 @@
-"""`iolab fleet status|drain|undrain`: the fleet's hosts as the store has them."""
+"""`iolab fleet status|drain|undrain|forget`: the fleet's hosts as the store has them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from iolab.textsafe import shown
 
 @click.group("fleet")
 def command() -> None:
-    """The fleet's test hosts: status, drain and undrain."""
+    """The fleet's test hosts: status, drain, undrain and forget."""
 
 
 @command.command("status")
@@ -43,7 +43,7 @@ def status(ctx: click.Context, fmt: str, broker: str | None) -> None:
         click.echo(json.dumps(found.to_json(), indent=2, sort_keys=True))
         return
     table = Table(box=None)
-    for title in ("host", "class", "state", "heartbeat", "kernel", "boot id", "job"):
+    for title in ("host", "class", "state", "heartbeat", "iolab", "kernel", "boot id", "job"):
         table.add_column(title)
     for h in found.hosts:
         state = h.state + (" (drained)" if h.drained else "")
@@ -53,6 +53,7 @@ def status(ctx: click.Context, fmt: str, broker: str | None) -> None:
             shown(h.host_class),
             state,
             age,
+            shown(h.version or "?"),
             shown(h.kernel or "?"),
             (h.boot_id or "?")[:8],
             shown(h.current_job or "-"),
@@ -90,3 +91,21 @@ def drain(ctx: click.Context, host: str) -> None:
 def undrain(ctx: click.Context, host: str) -> None:
     """HOST takes blocks again (also lifts a quarantine)."""
     _drain(ctx, host, False)
+
+
+@command.command("forget")
+@click.argument("host")
+@click.pass_context
+def forget(ctx: click.Context, host: str) -> None:
+    """Remove HOST from the fleet (a host taken out of the lab); refused while its worker
+    still heartbeats or a block of it is live."""
+    from iolab.fleet import service
+    from iolab.fleet.config import heartbeat_s
+    from iolab.store import leases, open_store
+
+    with open_store(store_location(ctx), must_exist=True) as store:
+        service.require_server_store(store)
+        why = leases.forget_host(store, host, fresh_s=3 * heartbeat_s())
+    if why is not None:
+        raise IolabError(why)
+    click.echo(f"host {shown(host)} forgotten")

@@ -43,7 +43,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish": ("publish_cmd", "Write a static site of every run in the store to DIR (index,..."),
     "guest": ("guest_cmd", "QEMU guests booting real Debian kernels: build the image, run..."),
     "worker": ("worker_cmd", "Serve blocks of a fleet on this test host, one at a time,..."),
-    "fleet": ("fleet_cmd", "The fleet's test hosts: status, drain and undrain."),
+    "fleet": ("fleet_cmd", "The fleet's test hosts: status, drain, undrain and forget."),
+    "cancel": ("cancel_cmd", "Cancel run RUN: no new block starts, blocks in flight end..."),
+    "watch": ("watch_cmd", "Follow run RUN (local, fleet, A/B or bisect) until it ends:..."),
 }
 
 

@@ -6,17 +6,21 @@ TOML (stdlib `tomllib`), e.g.::
 
     name = "ssd-01"                  # default: the hostname
     class = "lab"                    # the queue it takes blocks from; default "default"
-    devices = ["/dev/nvme1n1"]       # designated devices (none: loop images only)
+    devices = ["/dev/nvme1n1"]       # designated devices (none: loop images only), or
+                                     # named: [devices] scratch = "/dev/nvme1n1", which a
+                                     # plan names as {dev:scratch}
+    provides = ["dm-multipath"]      # what this host has that a plan's `requires:` asks for
     destroy_data = false             # may format a designated device holding data
     allow_commands = false           # plans with `command:` workloads are refused
     heartbeat_s = 20                 # lease and host heartbeat interval
     visibility_timeout_s = 43200     # Redis visibility timeout; above the longest block
 
-    [hooks]                          # argument lists, run by kernel-switching drivers
+    [hooks]                          # argument lists this host runs (iolab.kernels.hooks)
     boot = ["/usr/local/sbin/boot-kernel", "{kernel}"]
     check = ["uname", "-r"]
     install = ["/usr/local/sbin/install-kernel", "{package}"]
-    power_cycle = ["/usr/local/sbin/pdu", "cycle", "ssd-01"]
+
+The out-of-band power hook is the controller's (its fleet.toml), not the host's.
 
 `$IOLAB_FLEET_HEARTBEAT_S` overrides `heartbeat_s` (the tests use 1-2 s).
 """
@@ -32,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import IolabError
+from iolab.kernels.hooks import parse as parse_hooks
 
-HOOKS = ("boot", "check", "install", "power_cycle")
 DEFAULT_HEARTBEAT_S = 20.0
 DEFAULT_VISIBILITY_S = 43200.0  # 12 h: above any block iolab accepts on a fleet
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -41,6 +45,7 @@ _KEYS = (
     "name",
     "class",
     "devices",
+    "provides",
     "destroy_data",
     "allow_commands",
     "heartbeat_s",
@@ -59,6 +64,8 @@ class HostConfig:
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     visibility_timeout_s: float = DEFAULT_VISIBILITY_S
     hooks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    device_names: dict[str, str] = field(default_factory=dict)  # {dev:NAME} -> its path
+    provides: tuple[str, ...] = ()
 
 
 def heartbeat_s(configured: float = DEFAULT_HEARTBEAT_S) -> float:
@@ -96,17 +103,23 @@ def load(path: str | None, *, name: str | None = None, host_class: str | None = 
     if unknown:
         raise IolabError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
     devices = raw.get("devices", [])
+    named: dict[str, str] = {}
+    if isinstance(devices, dict):
+        named = {check_name(str(k), f"{where}: device name"): v for k, v in devices.items()}
+        devices = list(named.values())
     if not isinstance(devices, list) or not all(
         isinstance(d, str) and d.startswith("/dev/") for d in devices
     ):
-        raise IolabError(f"{where}: devices is a list of /dev/... paths")
-    hooks: dict[str, tuple[str, ...]] = {}
-    for hook, argv in dict(raw.get("hooks", {})).items():
-        if hook not in HOOKS:
-            raise IolabError(f"{where}: unknown hook {hook!r} (known: {', '.join(HOOKS)})")
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise IolabError(f"{where}: hook {hook} is a non-empty list of arguments")
-        hooks[hook] = tuple(argv)
+        raise IolabError(
+            f"{where}: devices is a list of /dev/... paths, or a [devices] table of "
+            'name = "/dev/..."'
+        )
+    provides = raw.get("provides", [])
+    if not isinstance(provides, list) or not all(
+        isinstance(p, str) and p.strip() for p in provides
+    ):
+        raise IolabError(f'{where}: provides is a list of names, e.g. ["dm-multipath"]')
+    hooks = parse_hooks(raw.get("hooks", {}), where)
     flags = {}
     for key in ("destroy_data", "allow_commands"):
         value = raw.get(key, False)
@@ -133,4 +146,6 @@ def load(path: str | None, *, name: str | None = None, host_class: str | None = 
         heartbeat_s=heartbeat_s(numbers["heartbeat_s"]),
         visibility_timeout_s=numbers["visibility_timeout_s"],
         hooks=hooks,
+        device_names={k: os.path.realpath(v) for k, v in named.items()},
+        provides=tuple(sorted({p.strip() for p in provides})),
     )

@@ -10,13 +10,21 @@ Celery message to the class's queue, and learns what became of them by polling t
   long while a host of the class sits idle → a new attempt (attempt + 1), which any host of
   the class may take; the host that went silent is marked offline, and quarantined when it
   stays away;
-- `refused` and `failed` end the run with the reason (as they would end a local run);
+- `refused` → the block goes to another live host of the class that has not refused it (to
+  that host's own queue); the run ends, in one line naming each host's reason, only when no
+  host is left.  `failed` ends the run with the reason (as it would end a local run);
 - `booting` (a kernel plan's host boots the next sample's kernel, docs/kernels.md) → sent
   again, to that host only, once it is back with a new boot id and the kernel asked for;
   back on another kernel → `wrong_kernel` (the host is quarantined; the block goes to
   another host, or the run ends when none is left); not back within the boot timeout →
-  `lost` and a new attempt, after its `power_cycle` hook if it has one, else quarantined.
+  `lost` and a new attempt, after its power cycle if the controller's fleet.toml gives one
+  (iolab.fleet.power: never a command from the store or a host), else quarantined.
   A host whose lease was lost (3 missed heartbeats) is power-cycled too when it has one.
+
+Before the first block, the hosts of the class that can run the plan are named (from the
+facts they registered: iolab.fleet.eligible); none → the run ends before a block is sent.
+`iolab cancel RUN` (a request in the store, seen at each poll): blocks in flight are told to
+stop, and the run ends as interrupted.
 
 A message that could not be published (redis-server down) is published again on the next
 poll.  A resumed run adopts its blocks' attempts: finished blocks are not measured again,
@@ -34,17 +42,21 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolab.errors import LabError, RefusedError, StoreError
+from iolab.fleet import eligible, power
 from iolab.fleet.app import TASK, class_queue, host_queue, make_app
 from iolab.fleet.config import DEFAULT_VISIBILITY_S, heartbeat_s
-from iolab.fleet.worker import Job, retry_store
+from iolab.fleet.job import Job
+from iolab.fleet.retry import retry_store
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
-from iolab.runs.lifecycle import OpenRun
 from iolab.store import leases
 from iolab.store.leases import Attempt
+
+if TYPE_CHECKING:
+    from iolab.runs.lifecycle import OpenRun
 
 log = logging.getLogger("iolab.fleet.dispatch")
 RETRIED = ("lost", "timed_out", "infra_error")
@@ -57,7 +69,7 @@ class FleetSettings:
     broker_url: str
     heartbeat_s: float
     visibility_timeout_s: float = DEFAULT_VISIBILITY_S
-    poll_s: float = 0.5
+    poll_s: float = 0.2  # the store read 5 times a second: a finished block is seen at once
     max_attempts: int = 5
     claim_timeout_s: float | None = None  # default: 3 heartbeats
     quarantine_after_s: float | None = None  # default: 5 heartbeats
@@ -108,6 +120,32 @@ class FleetBlocks:
         self._latest = {a.block: a for a in leases.attempts(self.store, run.run_id)}
         self.after_decision: list[int] = []
         self._variants: dict[int, tuple[str, ...]] = {}  # block -> the variants it measures
+        self._refused: dict[int, dict[str, str]] = {}  # block -> host -> its reason
+        self.controller = power.load()
+        self.able = self._able_hosts()
+
+    def _able_hosts(self) -> list[str]:
+        """The hosts of the class that can run the plan, said once; RefusedError when none
+        can (nothing is sent)."""
+        found = retry_store(lambda: leases.hosts(self.store, self.fleet.host_class))
+        able, unable = eligible.split(self.run.plan, found)
+        cls = self.fleet.host_class
+        if not found:
+            log.warning("no host of class %s has registered yet; blocks wait in its queue", cls)
+            return []
+        if not able:
+            self.abandon()
+            raise RefusedError(
+                f"no host of class {cls} can run this plan: "
+                + "; ".join(f"{name}: {why}" for name, why in sorted(unable.items()))
+            )
+        log.warning(
+            "hosts of class %s that can run this plan: %s%s",
+            cls,
+            ", ".join(able),
+            "".join(f"; not {name} ({why})" for name, why in sorted(unable.items())),
+        )
+        return able
 
     # -- BlockSource ----------------------------------------------------------------------
 
@@ -183,11 +221,12 @@ class FleetBlocks:
     def _samples(self, block: int) -> list[Sample]:
         return self.store.samples(self.run.run_id, status=None, block=block)
 
-    def _dispatch(self, block: int) -> None:
+    def _dispatch(self, block: int, host: str | None = None) -> None:
+        """A new attempt at `block`, for any host of the class, or `host` only."""
         # a PostgreSQL restart between two blocks is waited out, as the polls do
         attempt = retry_store(
             lambda: leases.new_attempt(
-                self.store, self.run.run_id, block, host_class=self.fleet.host_class
+                self.store, self.run.run_id, block, host_class=self.fleet.host_class, host=host
             )
         )
         self._flight[block] = attempt
@@ -218,6 +257,9 @@ class FleetBlocks:
 
     def _poll(self, *, redispatch: bool = True) -> None:
         store, run_id = self.store, self.run.run_id
+        if leases.cancel_requested(store, run_id):
+            self.abandon()
+            raise leases.RunCancelled(f"run {run_id} was cancelled (iolab cancel)")
         for gone in leases.expire(
             store, run_id, grace_s=self.fleet.grace_s, block_timeout_s=self.block_timeout_s
         ):
@@ -250,8 +292,8 @@ class FleetBlocks:
                 if redispatch:
                     self._retry(block, attempt)
             elif state == "refused":
-                self.abandon()
-                raise RefusedError(f"host {attempt.host} refused block {block}: {attempt.reason}")
+                del self._flight[block]
+                self._refusal(block, attempt)
             elif state == "failed":
                 self.abandon()
                 raise LabError(f"block {block} failed on host {attempt.host}: {attempt.reason}")
@@ -322,16 +364,49 @@ class FleetBlocks:
             )
         self._retry(block, attempt)
 
-    def _power_cycle(self, name: str, why: str) -> bool:
-        """Run the host's out-of-band power hook (IPMI, a PDU, virsh), if it has one."""
-        host = next((h for h in leases.hosts(self.store) if h.name == name), None)
-        if host is None or not host.power_cycle:
-            return False
-        log.warning("host %s: %s; power-cycling it (%s)", name, why, host.power_cycle[0])
-        try:
-            proc = subprocess.run(
-                list(host.power_cycle), capture_output=True, text=True, timeout=300, check=False
+    def _refusal(self, block: int, attempt: Attempt) -> None:
+        """A host refused the block under its own rules: another host of the class that
+        has not refused it takes it (sent to that host's queue); none left → the run ends
+        with every host's reason."""
+        refused = self._refused.setdefault(block, {})
+        refused[attempt.host or "?"] = attempt.reason or "refused"
+        now = leases.server_now(self.store)
+        fresh = timedelta(seconds=self.fleet.grace_s)
+        others = [
+            h
+            for h in leases.hosts(self.store, self.fleet.host_class)
+            if h.name not in refused
+            and h.state in ("idle", "busy")
+            and not h.drained
+            and h.heartbeat_at is not None
+            and now - h.heartbeat_at < fresh
+            and eligible.why_not(self.run.plan, h) is None
+        ]
+        if not others:
+            self.abandon()
+            raise RefusedError(
+                f"block {block}: no host of class {self.fleet.host_class} can run it: "
+                + "; ".join(f"{name} refused: {why}" for name, why in sorted(refused.items()))
             )
+        target = min(others, key=lambda h: (h.state != "idle", h.name))
+        log.warning(
+            "host %s refused block %d (%s); sending it to %s",
+            attempt.host,
+            block,
+            attempt.reason,
+            target.name,
+        )
+        self._dispatch(block, target.name)
+
+    def _power_cycle(self, name: str, why: str) -> bool:
+        """Run the host's out-of-band power cycle (IPMI, a PDU, virsh) as this controller's
+        fleet.toml gives it, if it does; never a command from the store."""
+        argv = self.controller.power_cycle(name)
+        if not argv:
+            return False
+        log.warning("host %s: %s; power-cycling it (%s)", name, why, argv[0])
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.warning("host %s: power_cycle hook failed: %s", name, exc)
             return False

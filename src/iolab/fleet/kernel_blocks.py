@@ -21,49 +21,21 @@ local run stores them), because a block spans boots and nothing survives a boot 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from iolab.errors import LabError
+from iolab.fleet.config import HostConfig
+from iolab.fleet.job import Job
+from iolab.fleet.sinks import BootStampedSink
 from iolab.kernels import boot, switch
 from iolab.kernels.order import paired_block_order
 from iolab.lab.runner import LabSession, SampleFailed, case_key
-from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
 from iolab.store import leases
-
-if TYPE_CHECKING:
-    from iolab.fleet.worker import Job, Worker
+from iolab.store.store import Store
 
 log = logging.getLogger("iolab.fleet.kernels")
-
-
-class LeaseGone(LabError):
-    """The lease ended while the block ran: stop; what was stored stays (it was valid)."""
-
-
-@dataclass
-class GuardedSink:
-    """Stores each sample at once, only while the attempt is running, with its boot."""
-
-    worker: Worker
-    attempt_id: int
-    boot_record: dict[str, object]
-
-    def add_sample(self, sample: Sample) -> int:
-        if self.worker.beat.lost.is_set():
-            raise LeaseGone("the lease expired (missed heartbeats)")
-        sample.provenance["boot"] = dict(self.boot_record)
-        from iolab.fleet.worker import retry_store
-
-        sample_id = retry_store(
-            lambda: leases.add_guarded(self.worker.store, self.attempt_id, sample)
-        )
-        if sample_id is None:
-            raise LeaseGone("the lease ended before the sample was stored")
-        return sample_id
 
 
 def token(job: Job, position: int) -> str:
@@ -72,10 +44,17 @@ def token(job: Job, position: int) -> str:
     return f"run {job.run_id} block {job.block} attempt {job.attempt} position {position}"
 
 
-def run(worker: Worker, job: Job, attempt_id: int, plan: Plan, chosen: Sequence[Case] = ()) -> str:
-    """Go as far through the block (its `chosen` cases, default all) as this boot allows;
-    what became of it."""
-    config, store = worker.config, worker.store
+def run(
+    config: HostConfig,
+    store: Store,
+    lost: threading.Event,
+    job: Job,
+    attempt_id: int,
+    plan: Plan,
+    chosen: Sequence[Case] = (),
+) -> str:
+    """Go as far through the block (its `chosen` cases, default all) as this boot allows,
+    on the host `config` describes, its lease watched through `lost`; what became of it."""
     cases = list(chosen) or list(plan.cases)
     order = paired_block_order(job.seed, job.block, len(cases))
     done = store.done_keys(job.run_id)
@@ -92,20 +71,20 @@ def run(worker: Worker, job: Job, attempt_id: int, plan: Plan, chosen: Sequence[
                 leases.end(store, attempt_id, "wrong_kernel", judged.reason)
                 return f"{job.title}: wrong_kernel: {judged.reason}"
             if _needs_boot(plan, case, judged, mine):
-                return _boot(worker, job, attempt_id, case, position)
+                return _boot(config, store, job, attempt_id, case, position)
             if mine and judged.request is not None:
                 switch.answered(judged.request, judged.boot.boot_id)
             if session is None:
                 session = LabSession(
                     plan,
-                    GuardedSink(worker, attempt_id, _record(judged, mine)),
+                    BootStampedSink(store, lost, attempt_id, _record(judged, mine)),
                     job.run_id,
                     job.seed,
                     config.destroy_data,
                     host=config.name,
                 )
                 session.__enter__()
-            assert isinstance(session.sink, GuardedSink)
+            assert isinstance(session.sink, BootStampedSink)
             session.sink.boot_record = _record(judged, mine)
             sample = session.run_sample(case, job.block, position)
             if mine:
@@ -132,21 +111,23 @@ def _needs_boot(plan: Plan, case: Case, judged: switch.Judged, mine: bool) -> bo
     return (now.release, additions) != (wanted_release, case.kernel_cmdline)
 
 
-def _boot(worker: Worker, job: Job, attempt_id: int, case: Case, position: int) -> str:
+def _boot(
+    config: HostConfig, store: Store, job: Job, attempt_id: int, case: Case, position: int
+) -> str:
     release = case.kernel or boot.current().release
     from iolab.kernels import artifacts
 
     def fetch(kernel: str) -> list[Path]:
-        return artifacts.fetch(worker.store, job.run_id, kernel)
+        return artifacts.fetch(store, job.run_id, kernel)
 
     req, commands = switch.prepare(
         release,
         case.kernel_cmdline,
-        host_hooks=worker.config.hooks,
+        host_hooks=config.hooks,
         token=token(job, position),
         fetch=fetch,
     )
-    if not leases.begin_boot(worker.store, attempt_id, release, req.from_boot_id):
+    if not leases.begin_boot(store, attempt_id, release, req.from_boot_id):
         switch.clear()
         return f"{job.title}: the lease ended; not booting"
     switch.fire(commands)

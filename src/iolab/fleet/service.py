@@ -9,9 +9,11 @@ import shlex
 import sys
 import warnings
 
+from iolab import __version__
 from iolab.errors import IolabError
 from iolab.fleet.app import class_queue, host_queue, make_app, redacted
 from iolab.fleet.config import HostConfig
+from iolab.fleet.retry import retry_store
 from iolab.fleet.worker import Beat, Worker, boot_id, kernel, register
 from iolab.store import leases
 from iolab.store.store import Store
@@ -50,15 +52,20 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
     )
-    leases.register_host(
-        store,
-        config.name,
-        config.host_class,
-        kernel=kernel(),
-        boot_id=boot_id(),
-        devices=config.devices,
-        cmdline=_cmdline(),
-        power_cycle=config.hooks.get("power_cycle"),
+    # facts only (docs/fleet.md "Trust"): nothing a host registers is ever run by anyone
+    retry_store(
+        lambda: leases.register_host(
+            store,
+            config.name,
+            config.host_class,
+            kernel=kernel(),
+            boot_id=boot_id(),
+            devices=config.devices,
+            cmdline=_cmdline(),
+            device_names=sorted(config.device_names),
+            provides=config.provides,
+            version=__version__,
+        )
     )
     beat = Beat(store, config)
     beat.beat()
@@ -105,17 +112,23 @@ def _cmdline() -> str | None:
 
 def systemd_unit(executable: str) -> str:
     """A unit that runs `iolab worker` on boot and again after a crash; the broker and
-    store URLs come from an environment file readable by root only."""
+    store URLs come from an environment file readable by root only (docs/fleet.md "The
+    worker's unit" says why each line is there)."""
     return f"""[Unit]
 Description=iolab fleet worker (runs blocks of iolab plans)
 Documentation=man:iolab(1) docs/fleet.md
 After=network-online.target
 Wants=network-online.target
+# restarted however often it fails (a lab's hosts outlive its controller's outages)
+StartLimitIntervalSec=0
 
 [Service]
 Type=simple
-# IOLAB_BROKER=redis://:PASSWORD@controller:6379/0
-# IOLAB_DB=postgresql+psycopg://iolab:PASSWORD@controller/iolab
+# root: a block makes loop devices, filesystems and mounts, and formats designated devices
+User=root
+# IOLAB_BROKER=redis://:PASSWORD@controller:6379/0 (rediss:// for TLS)
+# IOLAB_DB=postgresql+psycopg://iolab:PASSWORD@controller/iolab?sslmode=verify-full
+# IOLAB_DB_WAIT_S=600  (how long to wait for PostgreSQL at start; default 120)
 EnvironmentFile=/etc/iolab/worker.env
 ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
 # SIGTERM: a warm shutdown, after the running block; the journal undoes a killed one
@@ -123,6 +136,10 @@ ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
 ExecStartPre=-{shlex.quote(executable)} cleanup
 KillSignal=SIGTERM
 TimeoutStopSec=infinity
+# logs: the journal (journalctl -u iolab-worker); a crash or a store that stayed away
+# past IOLAB_DB_WAIT_S is retried after 10 s, for ever
+StandardOutput=journal
+StandardError=journal
 Restart=on-failure
 RestartSec=10
 

@@ -21,6 +21,9 @@ class HostStatus:
     boot_id: str | None
     current_job: str | None
     reason: str | None
+    version: str | None  # the worker's iolab version
+    provides: list[str]
+    device_names: list[str]
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,9 @@ def gather(store: Store, broker: str | None) -> FleetStatus:
             h.boot_id,
             h.current_job,
             h.reason,
+            h.version,
+            h.provides,
+            h.device_names,
         )
         for h in leases.hosts(store)
     ]

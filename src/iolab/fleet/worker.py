@@ -4,10 +4,12 @@ A task is data: a plan's text and hash, a run, a block and an attempt.  The work
 
 1. claims the attempt's lease in PostgreSQL (a conditional UPDATE: a redelivered or
    duplicated message finds it running or ended and measures nothing);
-2. checks the plan's SHA-256 and preflights it under *its own* host config: device targets
-   must be among the host's designated devices, `command:` workloads need
-   `allow_commands`, then the lab's own preflight — a refusal ends the attempt `refused`
-   with the reason, before anything on the host is touched;
+2. checks the plan's SHA-256, fills `{dev:NAME}` from its own `[devices]`, and preflights
+   the plan under *its own* host config: device targets must be among the host's
+   designated devices, `command:` workloads need `allow_commands`, `requires:` names need
+   `provides`, then the lab's own preflight, as for a local run — a refusal ends the
+   attempt `refused` with the reason (the controller tries another host), before anything
+   on the host is touched;
 3. runs the block with the same `iolab.plan` load and `LabSession.run_block` as a local
    run, its samples kept in memory;
 4. stores them and ends the lease `finished` in one transaction — only if the lease is
@@ -22,17 +24,21 @@ import hashlib
 import logging
 import os
 import platform
+import re
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from iolab.errors import IolabError, LabError, PlanError, RefusedError, StoreError
+from iolab.errors import IolabError, PlanError, RefusedError
+from iolab.fleet import kernel_blocks
 from iolab.fleet.config import HostConfig
+from iolab.fleet.eligible import DEVICE_NAME, unmet
+from iolab.fleet.job import Job, JobVersionError, parse_job
+from iolab.fleet.retry import retry_store
+from iolab.fleet.sinks import BufferSink, LeaseGone
 from iolab.lab.runner import LabSession, SampleFailed, preflight
-from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
 from iolab.store import leases
 from iolab.store.store import Store
@@ -41,77 +47,6 @@ if TYPE_CHECKING:
     from celery import Celery
 
 log = logging.getLogger("iolab.fleet.worker")
-T = TypeVar("T")
-JOB_VERSION = 1
-_JOB_FIELDS = {
-    "v": int,
-    "run_id": int,
-    "block": int,
-    "attempt": int,
-    "plan_text": str,
-    "plan_sha256": str,
-    "plan_name": str,
-    "seed": int,
-}
-
-
-@dataclass(frozen=True)
-class Job:
-    run_id: int
-    block: int
-    attempt: int
-    plan_text: str
-    plan_sha256: str
-    plan_name: str
-    seed: int
-    profile: str | None
-    variants: tuple[str, ...] = ()  # only these variants' cases (a bisect's arms); (): all
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "variants": list(self.variants),
-            "v": JOB_VERSION,
-            "run_id": self.run_id,
-            "block": self.block,
-            "attempt": self.attempt,
-            "plan_text": self.plan_text,
-            "plan_sha256": self.plan_sha256,
-            "plan_name": self.plan_name,
-            "seed": self.seed,
-            "profile": self.profile,
-        }
-
-    @property
-    def title(self) -> str:
-        return f"run {self.run_id} block {self.block} attempt {self.attempt}"
-
-
-def parse_job(data: object) -> Job:
-    """A task's payload checked field by field (it came over the network)."""
-    if not isinstance(data, dict):
-        raise ValueError("a job is a JSON object")
-    for key, kind in _JOB_FIELDS.items():
-        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
-            raise ValueError(f"job field {key!r} is missing or not {kind.__name__}")
-    if data["v"] != JOB_VERSION:
-        raise ValueError(f"job version {data['v']} is not {JOB_VERSION}")
-    profile = data.get("profile")
-    if profile is not None and not isinstance(profile, str):
-        raise ValueError("job field 'profile' is not text")
-    variants = data.get("variants") or []
-    if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
-        raise ValueError("job field 'variants' is not a list of names")
-    return Job(
-        data["run_id"],
-        data["block"],
-        data["attempt"],
-        data["plan_text"],
-        data["plan_sha256"],
-        data["plan_name"],
-        data["seed"],
-        profile,
-        tuple(variants),
-    )
 
 
 def kernel() -> str:
@@ -176,24 +111,6 @@ class Beat:
         return None
 
 
-class LeaseLost(LabError):
-    """The lease expired while the block ran: stop, nothing of it is stored."""
-
-
-class BufferSink:
-    """Keeps a block's samples until the block ends (stored at once under the lease)."""
-
-    def __init__(self, beat: Beat) -> None:
-        self.samples: list[Sample] = []
-        self.beat = beat
-
-    def add_sample(self, sample: Sample) -> int:
-        if self.beat.lost.is_set():
-            raise LeaseLost("the lease expired (missed heartbeats); the block is dropped")
-        self.samples.append(sample)
-        return -len(self.samples)  # provisional: the store gives the id
-
-
 def check_on_host(config: HostConfig, job: Job) -> Plan:
     """The plan of `job` as this host accepts it, or RefusedError/PlanError saying why."""
     from iolab.plan.expand import plan_from_text
@@ -202,7 +119,13 @@ def check_on_host(config: HostConfig, job: Job) -> Plan:
     digest = hashlib.sha256(job.plan_text.encode("utf-8")).hexdigest()
     if digest != job.plan_sha256:
         raise RefusedError("the plan's text does not match its SHA-256")
-    plan = plan_from_text(job.plan_text, job.plan_name, job.profile)
+    plan = plan_from_text(host_devices(job.plan_text, config), job.plan_name, job.profile)
+    missing = unmet(plan, config.provides)
+    if missing:
+        raise RefusedError(
+            f"host {config.name} does not provide {', '.join(missing)} "
+            f"(its host config provides {', '.join(config.provides) or 'nothing'})"
+        )
     designated = set(config.devices)
     for case in plan.cases:
         spec = case.target
@@ -227,6 +150,22 @@ def check_on_host(config: HostConfig, job: Job) -> Plan:
     return plan
 
 
+def host_devices(text: str, config: HostConfig) -> str:
+    """The plan's text with each `{dev:NAME}` replaced by this host's device of that name
+    (host.toml [devices]); RefusedError for a name the host does not have."""
+
+    def path(m: re.Match[str]) -> str:
+        found = config.device_names.get(m.group(1))
+        if found is None:
+            raise RefusedError(
+                f"host {config.name} has no device named {m.group(1)} "
+                f"(its [devices]: {', '.join(sorted(config.device_names)) or 'none'})"
+            )
+        return found
+
+    return DEVICE_NAME.sub(path, text)
+
+
 @dataclass
 class Worker:
     """What the task needs: the host's config, its store connection and heartbeat."""
@@ -239,6 +178,10 @@ class Worker:
         """One block message; what became of it (logged by Celery)."""
         try:
             job = parse_job(data)
+        except JobVersionError as exc:
+            log.error("refused a job: %s", exc)
+            self._refuse_unread(data, str(exc))
+            return f"refused: {exc}"
         except ValueError as exc:
             log.error("a message that is not a job: %s", exc)
             return f"bad job: {exc}"
@@ -258,6 +201,22 @@ class Worker:
             self.beat.current = None
             self.beat.beat()
 
+    def _refuse_unread(self, data: object, reason: str) -> None:
+        """A job this worker cannot read: its attempt, if named, ends `refused` with why,
+        so the controller tries another host or ends the run saying so."""
+        if not isinstance(data, dict):
+            return
+        ids = [data.get(k) for k in ("run_id", "block", "attempt")]
+        numbers = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+        if len(numbers) != 3:
+            return
+        run_id, block, attempt = numbers
+        lease = retry_store(
+            lambda: leases.claim(self.store, run_id, block, attempt, self.config.name)
+        )
+        if lease is not None:
+            retry_store(lambda: leases.end(self.store, lease.id, "refused", reason))
+
     def _run(self, job: Job, attempt_id: int) -> str:
         try:
             plan = check_on_host(self.config, job)
@@ -270,14 +229,14 @@ class Worker:
             return self._end(attempt_id, "refused", "no case of the plan is asked for", job)
         if plan.switches_kernels:
             return self._run_kernels(job, attempt_id, plan, chosen)
-        sink = BufferSink(self.beat)
+        sink = BufferSink(self.beat.lost)
         session = LabSession(
             plan, sink, job.run_id, job.seed, self.config.destroy_data, host=self.config.name
         )
         try:
             with session:
                 session.run_block(job.block, cases=chosen if job.variants else ())
-        except LeaseLost as exc:
+        except LeaseGone as exc:
             return f"{job.title}: {exc.message}"
         except SampleFailed as exc:
             return self._end(attempt_id, "failed", exc.message, job)
@@ -295,11 +254,11 @@ class Worker:
     def _run_kernels(self, job: Job, attempt_id: int, plan: Plan, chosen: tuple[Case, ...]) -> str:
         """A block across boots (iolab.fleet.kernel_blocks); its samples are stored one by
         one, so a failure here ends the attempt and a new one goes on from the store."""
-        from iolab.fleet import kernel_blocks
-
         try:
-            return kernel_blocks.run(self, job, attempt_id, plan, chosen)
-        except kernel_blocks.LeaseGone as exc:
+            return kernel_blocks.run(
+                self.config, self.store, self.beat.lost, job, attempt_id, plan, chosen
+            )
+        except LeaseGone as exc:
             return f"{job.title}: {exc.message}"
         except SampleFailed as exc:
             return self._end(attempt_id, "failed", exc.message, job)
@@ -313,20 +272,6 @@ class Worker:
     def _end(self, attempt_id: int, state: str, reason: str, job: Job) -> str:
         retry_store(lambda: leases.end(self.store, attempt_id, state, reason))
         return f"{job.title}: {state}: {reason}"
-
-
-def retry_store(action: Callable[[], T], *, seconds: float = 600.0) -> T:
-    """`action()` again while the store cannot be reached (a PostgreSQL restart, a link
-    down), for up to `seconds`; the lease rules make a late success harmless."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return action()
-        except StoreError as exc:
-            if time.monotonic() > deadline:
-                raise
-            log.warning("store unreachable, retrying: %s", exc)
-            time.sleep(1.0)
 
 
 def register(app: Celery, worker: Worker) -> None:

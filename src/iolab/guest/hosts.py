@@ -18,7 +18,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,10 +100,9 @@ def _env_line(key: str, value: str) -> str:
 
 
 def _host_toml(name: str, host_class: str, hooks: dict[str, list[str]] | None = None) -> str:
-    """The guest's host config: no boot hook (the built-in kexec), and the out-of-band power
-    hook run by the controller on this machine: `iolab guest power-cycle NAME`."""
-    table = {"power_cycle": [sys.executable, "-m", "iolab", "guest", "power-cycle", name]}
-    table.update(hooks or {})
+    """The guest's host config: no boot hook (the built-in kexec).  Its power cycle is the
+    controller's (`iolab guest power-cycle NAME`, iolab.fleet.power), not the guest's."""
+    table = dict(hooks or {})
     lines = [f'name = "{name}"', f'class = "{host_class}"', "allow_commands = false"]
     hb = os.environ.get("IOLAB_FLEET_HEARTBEAT_S")
     if hb:

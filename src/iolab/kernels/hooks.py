@@ -6,7 +6,10 @@ Hooks come from the `[hooks]` table of the host's own config (the fleet's host.t
     boot = ["/usr/local/sbin/boot-kernel", "{kernel}", "{cmdline}"]
     check = ["/usr/local/sbin/check-kernel", "{kernel}"]
     install = ["apt-get", "install", "-y", "{package}"]
-    power_cycle = ["ipmitool", "-H", "bmc-01", "chassis", "power", "cycle"]
+
+A host runs these on itself.  The out-of-band power hook is not among them: the controller
+runs it, so it comes from the controller's own fleet.toml (iolab.fleet.controller_config),
+never from a host or the store.
 
 Placeholders: {kernel} (the release), {cmdline} (the full new command line, one argument),
 {additions} (the plan's words, one argument), {vmlinuz}, {initrd} (/boot paths of the
@@ -26,7 +29,7 @@ from pathlib import Path
 
 from iolab.errors import IolabError
 
-NAMES = ("boot", "check", "install", "power_cycle")
+NAMES = ("boot", "check", "install")
 BOOT_DIR = Path("/boot")
 
 
@@ -101,6 +104,27 @@ def boot_commands(hooks: Mapping[str, Sequence[str]], target: Target) -> list[li
     return [expand(argv, target)] if argv else default_boot(target)
 
 
+def parse(table: object, where: str, names: Sequence[str] = NAMES) -> dict[str, tuple[str, ...]]:
+    """A `[hooks]`-like table checked: known `names` only, each a non-empty argument list.
+    The one check of a hook table (a host's host.toml, `guest up --hooks`, the controller's
+    fleet.toml)."""
+    if not isinstance(table, dict):
+        raise IolabError(f"{where}: [hooks] must be a table of argument lists")
+    hooks: dict[str, tuple[str, ...]] = {}
+    for name, argv in table.items():
+        if name == "power_cycle" and name not in names:
+            raise IolabError(
+                f"{where}: power_cycle is run by the controller; give it in the controller's "
+                "fleet.toml ([hosts.NAME] power_cycle = [...]), not in a host's config"
+            )
+        if name not in names:
+            raise IolabError(f"{where}: unknown hook {name!r}; hooks: {', '.join(names)}")
+        if not isinstance(argv, list) or not argv or not all(isinstance(w, str) for w in argv):
+            raise IolabError(f"{where}: hooks.{name} must be a non-empty list of strings")
+        hooks[name] = tuple(argv)
+    return hooks
+
+
 def load(path: Path | None) -> dict[str, tuple[str, ...]]:
     """The `[hooks]` table of a host config file (None or a missing default: no hooks)."""
     if path is None:
@@ -111,14 +135,4 @@ def load(path: Path | None) -> dict[str, tuple[str, ...]]:
         raise IolabError(f"{path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise IolabError(f"{path}: not TOML: {exc}") from None
-    table = data.get("hooks", {})
-    if not isinstance(table, dict):
-        raise IolabError(f"{path}: [hooks] must be a table of argument lists")
-    hooks: dict[str, tuple[str, ...]] = {}
-    for name, argv in table.items():
-        if name not in NAMES:
-            raise IolabError(f"{path}: unknown hook {name!r}; hooks: {', '.join(NAMES)}")
-        if not isinstance(argv, list) or not argv or not all(isinstance(w, str) for w in argv):
-            raise IolabError(f"{path}: hooks.{name} must be a non-empty list of strings")
-        hooks[name] = tuple(argv)
-    return hooks
+    return parse(data.get("hooks", {}), str(path))

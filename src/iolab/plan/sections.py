@@ -193,8 +193,9 @@ def _jbod(node: Node, entries: dict[str, Node]) -> TargetDraft:
 def _device_list(dev_node: Node) -> tuple[str, ...]:
     devices = read_str_list(dev_node, "a list of /dev paths")
     for item, path in zip(dev_node.elements(), devices, strict=True):
-        if not path.startswith("/dev/"):
-            item.fail(f"must be a block device path under /dev/, got {path!r}")
+        # {dev:NAME}: a fleet host's device of that name (its host.toml [devices])
+        if not path.startswith("/dev/") and not re.fullmatch(r"\{dev:[A-Za-z0-9][\w.-]*\}", path):
+            item.fail(f"must be a block device path under /dev/ or {{dev:NAME}}, got {path!r}")
     if not devices or len(set(devices)) != len(devices):
         dev_node.fail("must list one or more distinct devices")
     return devices

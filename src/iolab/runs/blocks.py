@@ -49,6 +49,8 @@ class GuardedSink:
 
     def add_sample(self, sample: Sample) -> int:
         stored = leases.add_guarded(self.store, self.attempt_id, sample)
+        if stored is None and leases.cancel_requested(self.store, sample.run_id):
+            raise leases.RunCancelled(f"run {sample.run_id} was cancelled (iolab cancel)")
         if stored is None:
             raise LabError(f"the lease of block {self.block} ended; its sample was not stored")
         return stored

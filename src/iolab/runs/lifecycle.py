@@ -118,7 +118,8 @@ def _runs_here(plan: Plan, *, here: bool) -> None:
     """Refuse, before anything is touched: a plan naming a target no lab here can make
     (`requires:`, exit 3), and one naming kernels when its blocks would run in this process
     (exit 2: it needs a fleet whose workers boot them, docs/kernels.md)."""
-    why = plan.unmeetable()
+    # on a fleet, the hosts' `provides` may meet what no lab here can (iolab.fleet.eligible)
+    why = plan.unmeetable() if here else None
     if why is not None:
         raise RefusedError(f"{plan.path or plan.name}: refusing: {why}")
     # kernels named by commit: `ab --kernel-repo` reads them as the releases it built first

@@ -19,7 +19,7 @@ from iolab.store.location import StoreLocation, default_path
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-    from sqlalchemy.exc import DatabaseError
+    from sqlalchemy.exc import DBAPIError
 
     from iolab.store.engine import Location
     from iolab.store.reader import StoreReader
@@ -66,6 +66,10 @@ def open_store(
                 )
             open_store(location).close()  # upgrade it, as every open did before
         return _opened(loc, make_engine(loc, read_only=True), write=False)
+    if loc.path is None:  # a server: waited for while it is down or starting (store.wait)
+        from iolab.store.wait import waiting
+
+        return waiting(lambda: _opened(loc, make_engine(loc), write=True), loc.display)
     return _opened(loc, make_engine(loc), write=True)
 
 
@@ -104,7 +108,7 @@ def _current(loc: Location) -> bool:
 
 
 def _opened(loc: Location, engine: Engine, *, write: bool) -> Store:
-    from sqlalchemy.exc import DatabaseError
+    from sqlalchemy.exc import DBAPIError
 
     from iolab.store.migrate import needs_upgrade, upgrade
     from iolab.store.store import Store
@@ -116,7 +120,7 @@ def _opened(loc: Location, engine: Engine, *, write: bool) -> Store:
             upgrade(engine, loc.display)
         elif needs_upgrade(engine, loc.display):
             raise StoreError(f"{loc.display}: its schema changed while it was opened")
-    except DatabaseError as exc:
+    except DBAPIError as exc:  # InterfaceError too: a server gone mid-open
         engine.dispose()
         raise _one_line(loc, exc) from None
     except BaseException:
@@ -137,7 +141,7 @@ def _quick_check(engine: Engine, display: str) -> None:
         )
 
 
-def _one_line(loc: Location, exc: DatabaseError) -> StoreError:
+def _one_line(loc: Location, exc: DBAPIError) -> StoreError:
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]
     if "not a database" in reason or "malformed" in reason:
         return StoreError(f"{loc.display}: damaged or not an iolab store ({reason})")

@@ -22,14 +22,14 @@ still agree on a heartbeat's age.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 
 from iolab.model.sample import Sample
-from iolab.store.schema import block_attempts, fleet_hosts
+from iolab.store.schema import block_attempts, fleet_hosts, run_cancels, runs
 from iolab.store.store import Store
 
 LIVE = ("queued", "running", "booting")
@@ -44,6 +44,11 @@ TERMINAL = (
     "wrong_kernel",
 )
 HOST_STATES = ("idle", "busy", "offline", "quarantined")
+
+
+class RunCancelled(KeyboardInterrupt):
+    """`iolab cancel RUN` asked the run to stop: its owner ends it as an interrupt (the
+    machine restored, the run `interrupted`, exit 5), wherever the owner runs."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,9 @@ class HostRow:
     current_job: str | None
     devices: list[str]
     cmdline: str | None = None
-    power_cycle: list[str] | None = None
+    device_names: list[str] = field(default_factory=list)
+    provides: list[str] = field(default_factory=list)
+    version: str | None = None
 
 
 def db_now(conn: Connection) -> datetime:
@@ -364,7 +371,8 @@ def begin_local(store: Store, run_id: int, block: int, host: str) -> Attempt:
 def _host(row: Any) -> HostRow:
     m = row._mapping
     values = {k: m[k] for k in HostRow.__dataclass_fields__}
-    values["devices"] = list(values["devices"] or [])
+    for key in ("devices", "device_names", "provides"):
+        values[key] = [str(v) for v in values[key] or []]
     return HostRow(**values)
 
 
@@ -377,9 +385,12 @@ def register_host(
     boot_id: str,
     devices: Sequence[str],
     cmdline: str | None = None,
-    power_cycle: Sequence[str] | None = None,
+    device_names: Sequence[str] = (),
+    provides: Sequence[str] = (),
+    version: str | None = None,
 ) -> HostRow:
-    """A worker's start: its row made or refreshed (drained and quarantined are kept)."""
+    """A worker's start: its row made or refreshed (drained and quarantined are kept).
+    Facts only: nothing here is ever run by anyone (docs/fleet.md "Trust")."""
     h = fleet_hosts.c
     with store._session(write=True) as conn:
         now = db_now(conn)
@@ -389,7 +400,9 @@ def register_host(
             boot_id=boot_id,
             devices=list(devices),
             cmdline=cmdline,
-            power_cycle=list(power_cycle) if power_cycle else None,
+            device_names=list(device_names),
+            provides=list(provides),
+            version=version,
             heartbeat_at=now,
             started_at=now,
             current_job=None,
@@ -466,3 +479,82 @@ def hosts(store: Store, host_class: str | None = None) -> list[HostRow]:
 def server_now(store: Store) -> datetime:
     with store._session() as conn:
         return db_now(conn)
+
+
+def forget_host(store: Store, name: str, *, fresh_s: float) -> str | None:
+    """Remove host `name` from the fleet: None when done, else why not (unknown, a block
+    of it still live, or its worker heartbeating within `fresh_s`)."""
+    h, c = fleet_hosts.c, block_attempts.c
+    with store._session(write=True) as conn:
+        row = conn.execute(select(fleet_hosts).where(h.name == name).with_for_update()).first()
+        if row is None:
+            return f"no host {name} in the fleet"
+        now = db_now(conn)
+        if row.heartbeat_at is not None and now - row.heartbeat_at < timedelta(seconds=fresh_s):
+            return (
+                f"host {name} is alive (heartbeat {(now - row.heartbeat_at).total_seconds():.0f}"
+                " s ago); stop its worker first"
+            )
+        live = conn.execute(
+            select(func.count()).where(c.host == name, c.state.in_(list(LIVE)))
+        ).scalar_one()
+        if live:
+            return f"host {name} holds {live} live block attempt(s); let them end or expire"
+        conn.execute(delete(fleet_hosts).where(h.name == name))
+        conn.commit()
+        return None
+
+
+# -- cancelling a run -----------------------------------------------------------------------
+
+
+def request_cancel(store: Store, run_id: int, by: str | None) -> tuple[int, int]:
+    """Ask the run's owner to stop: the request is recorded (once), queued attempts are
+    revoked and running ones revoked too — their worker stops at its next sample and
+    restores the host.  (queued revoked, running told)."""
+    c = block_attempts.c
+    with store._session(write=True) as conn:
+        now = db_now(conn)
+        known = conn.execute(
+            select(run_cancels.c.run_id).where(run_cancels.c.run_id == run_id)
+        ).first()
+        if known is None:
+            conn.execute(
+                insert(run_cancels).values(run_id=run_id, requested_at=now, requested_by=by)
+            )
+        counts = []
+        for states in (("queued",), ("running", "booting")):
+            done = conn.execute(
+                update(block_attempts)
+                .where(c.run_id == run_id, c.state.in_(states))
+                .values(state="revoked", reason="cancelled", ended_at=now)
+            )
+            counts.append(int(done.rowcount))
+        conn.commit()
+        return counts[0], counts[1]
+
+
+def cancel_requested(store: Store, run_id: int) -> bool:
+    with store._session() as conn:
+        found = conn.execute(
+            select(run_cancels.c.run_id).where(run_cancels.c.run_id == run_id)
+        ).first()
+        return found is not None
+
+
+def running_hosts(store: Store, run_id: int) -> list[str]:
+    """Hosts still busy with an attempt of `run_id` that was revoked by a cancel (their
+    current job names it), so a cancel can wait until they are idle again."""
+    prefix = f"run {run_id} block "
+    with store._session() as conn:
+        rows = conn.execute(
+            select(fleet_hosts.c.name).where(fleet_hosts.c.current_job.like(prefix + "%"))
+        ).scalars()
+        return [str(r) for r in rows]
+
+
+def run_owner(store: Store, run_id: int) -> str | None:
+    """The process holding run `run_id` (`host:pid:start`), if any."""
+    with store._session() as conn:
+        found = conn.execute(select(runs.c.claimed_by).where(runs.c.id == run_id)).scalar()
+        return str(found) if found else None

@@ -9,13 +9,19 @@ times an hour), so it costs one query and no alembic: the stored revision is rea
 SQL and compared with the heads found by reading the revision files' `revision =` and
 `down_revision =` lines.  Alembic (about a third of a second to import) is loaded only when
 something is to be created, upgraded or refused.
+
+On PostgreSQL the creation or upgrade runs under a transaction-level advisory lock: a lab's
+first day (or every host back after a power cut) starts many workers and controllers at
+once, and two of them creating the same tables would collide in the catalog (`duplicate key
+value violates unique constraint "pg_type_typname_nsp_index"`).  The first takes the lock and
+migrates; the others wait for it, then find the schema current and do nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, column, inspect, select, table
+from sqlalchemy import Connection, Engine, column, inspect, select, table, text
 
 from iolab.errors import StoreError
 from iolab.store.engine import WRITE_OPTION
@@ -23,6 +29,7 @@ from iolab.store.revision import MIGRATIONS, VERSION_TABLE, known_heads
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 
 def stored_revisions(engine: Engine) -> tuple[str, ...]:
@@ -42,32 +49,53 @@ def alembic_config() -> Config:
     return cfg
 
 
+# pg_advisory_xact_lock's key: "iolabmig" as a signed 64-bit number, one per database
+MIGRATION_LOCK = int.from_bytes(b"iolabmig", "big", signed=True)
+
+
 def current_revisions(engine: Engine) -> tuple[str, ...]:
     """The store's revisions as alembic reads them."""
+    with engine.connect() as conn:
+        return _current_on(conn)
+
+
+def _current_on(conn: Connection) -> tuple[str, ...]:
     from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-        return tuple(ctx.get_current_heads())
+    ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    return tuple(ctx.get_current_heads())
 
 
 def needs_upgrade(engine: Engine, display: str) -> bool:
     """Whether the schema is older than this iolab's (nothing is written to find out);
-    StoreError for a foreign or newer database."""
+    StoreError for a foreign or newer database.  A PostgreSQL database without an iolab
+    revision is judged under the migration lock instead (`upgrade`): its tables may be
+    those another process is creating at this very moment."""
     current = stored_revisions(engine)
     if current and set(current) == known_heads():
         return False
     from alembic.script import ScriptDirectory
-    from alembic.util import CommandError
 
     script = ScriptDirectory.from_config(alembic_config())
-    heads = set(script.get_heads())
-    current = current_revisions(engine)
-    if set(current) == heads:
-        return False
+    with engine.connect() as conn:
+        current = _current_on(conn)
+        if set(current) == set(script.get_heads()):
+            return False
+        if conn.dialect.name == "postgresql" and not current:
+            return True
+        _refuse(conn, script, current, display)
+    return True
+
+
+def _refuse(
+    conn: Connection, script: ScriptDirectory, current: tuple[str, ...], display: str
+) -> None:
+    """StoreError for a database that holds other tables but no iolab revision, or a
+    revision this iolab does not know (a newer one's)."""
+    from alembic.util import CommandError
+
     if not current:
-        with engine.connect() as conn:
-            tables = inspect(conn).get_table_names()
+        tables = inspect(conn).get_table_names()
         if tables:
             raise StoreError(
                 f"{display}: not an iolab store (it holds other tables: {', '.join(tables[:5])})"
@@ -79,7 +107,6 @@ def needs_upgrade(engine: Engine, display: str) -> bool:
             found = None
         if found is None:
             raise StoreError(f"{display}: made by a newer iolab (schema revision {rev})")
-    return True
 
 
 def upgrade(engine: Engine, display: str) -> None:
@@ -87,8 +114,18 @@ def upgrade(engine: Engine, display: str) -> None:
     if not needs_upgrade(engine, display):
         return
     from alembic import command
+    from alembic.script import ScriptDirectory
 
     cfg = alembic_config()
     with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # held until this transaction ends: a process migrating now is waited for, and
+            # what it made is seen whole once the lock is ours
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+            script = ScriptDirectory.from_config(cfg)
+            current = _current_on(conn)
+            if set(current) == set(script.get_heads()):
+                return  # done by the process that held the lock
+            _refuse(conn, script, current, display)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")

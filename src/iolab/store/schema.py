@@ -155,7 +155,22 @@ fleet_hosts = Table(
     Column("current_job", String(255)),
     Column("devices", JSON, nullable=False),
     Column("cmdline", Text),  # /proc/cmdline of the boot the worker started in
-    Column("power_cycle", JSON),  # the host's out-of-band hook (argv), run by the controller
+    # facts only: no command.  What the controller runs for a host (its power cycle) comes
+    # from the controller's own fleet.toml, never from this table.
+    Column("device_names", JSON),  # host.toml [devices] names ({dev:NAME} in plans)
+    Column("provides", JSON),  # host.toml provides (satisfies a plan's requires:)
+    Column("version", String(64)),  # the worker's iolab version
+)
+
+# A request to cancel a run (`iolab cancel RUN`): the run's owner — a controller, a local
+# run, a bisect — sees it between samples, lets the blocks in flight end cleanly and ends
+# the run `cancelled`.
+run_cancels = Table(
+    "run_cancels",
+    metadata,
+    Column("run_id", Integer, _fk("runs.id", "CASCADE"), primary_key=True),
+    Column("requested_at", UTCDateTime(), nullable=False),
+    Column("requested_by", String(255)),
 )
 
 # One attempt at one block of a run: the lease (docs/fleet.md "The state machine").  The

@@ -28,7 +28,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DatabaseError, DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from iolab.errors import RefusedError, StoreError
 from iolab.model.result import Result
@@ -69,7 +69,9 @@ class Store(StoreReader):
         try:
             with (self._writer if write else self.engine).connect() as session:
                 yield session
-        except DatabaseError as exc:  # OperationalError, DataError, IntegrityError, ...
+        # OperationalError, DataError, IntegrityError, ... and InterfaceError: a connection
+        # the server closed while PostgreSQL restarts is one line to wait on, not a traceback
+        except DBAPIError as exc:
             first = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             raise StoreError(f"store {self.location}: {first}") from None
 
