@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from iolab.cli.options import store_location
+from iolab.cli.options import Duration, store_location
 from iolab.textsafe import shown
 
 
@@ -13,10 +13,10 @@ from iolab.textsafe import shown
 @click.option(
     "--wait",
     "wait_s",
-    type=click.FloatRange(0, 86400),
-    default=600,
+    type=Duration(positive=False),
+    default="10m",
     show_default=True,
-    metavar="SECONDS",
+    metavar="DURATION",
     help="How long to wait for the blocks in flight to end and the hosts to be restored.",
 )
 @click.pass_context
@@ -25,8 +25,9 @@ def command(ctx: click.Context, run_id: int, wait_s: float) -> None:
     are restored, and the run ends as interrupted.
 
     \b
-    Example:
+    Examples:
       iolab cancel 42
+      iolab cancel 42 --wait 0s    # ask, and do not wait for the blocks to end
     """
     from iolab.runs.cancel import cancel
     from iolab.store import open_store

@@ -3,32 +3,54 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from iolab.cli.options import store_location
+from iolab.cli.options import output_option, store_location, to_output
 from iolab.errors import IolabError
 from iolab.textsafe import shown
+
+if TYPE_CHECKING:
+    from iolab.fleet.status import FleetStatus
 
 
 @click.group("fleet")
 def command() -> None:
-    """The fleet's test hosts: status, drain, undrain and forget."""
+    """The fleet's test hosts: status, drain, undrain and forget.
+
+    \b
+    Examples:
+      iolab --db postgresql+psycopg://iolab@ctl/iolab fleet status
+      iolab fleet drain ssd-01
+    """
 
 
 @command.command("status")
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A table, or one JSON object.",
 )
+@output_option
 @click.option(
     "--broker", default=None, metavar="URL", help="Also show queue lengths (default $IOLAB_BROKER)."
 )
 @click.pass_context
-def status(ctx: click.Context, fmt: str, broker: str | None) -> None:
-    """Each host's class, heartbeat age, kernel, boot id, current job and state; queues;
-    blocks in flight."""
+def status(ctx: click.Context, fmt: str, output: str | None, broker: str | None) -> None:
+    """Each host's class, heartbeat age, iolab version, kernel, boot id, current job and
+    state; queues; blocks in flight.
+
+    \b
+    Examples:
+      iolab fleet status
+      iolab fleet status --format json -o fleet.json
+    """
     import os
 
     from iolab.fleet import service
@@ -39,6 +61,11 @@ def status(ctx: click.Context, fmt: str, broker: str | None) -> None:
     with open_store(store_location(ctx), must_exist=True) as store:
         service.require_server_store(store)
         found = fleet_status.gather(store, broker)
+    with to_output(output):
+        _show(found, fmt)
+
+
+def _show(found: FleetStatus, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(found.to_json(), indent=2, sort_keys=True))
         return
@@ -58,7 +85,7 @@ def status(ctx: click.Context, fmt: str, broker: str | None) -> None:
             (h.boot_id or "?")[:8],
             shown(h.current_job or "-"),
         )
-    console = Console(soft_wrap=True)
+    console = Console(soft_wrap=True)  # sys.stdout when it prints: `-o` redirects it
     console.print(table)
     if found.queues is not None:
         for name, length in found.queues.items():
@@ -81,7 +108,12 @@ def _drain(ctx: click.Context, host: str, drained: bool) -> None:
 @click.argument("host")
 @click.pass_context
 def drain(ctx: click.Context, host: str) -> None:
-    """HOST takes no new block (the one it runs ends normally)."""
+    """HOST takes no new block (the one it runs ends normally).
+
+    \b
+    Example:
+      iolab fleet drain ssd-01
+    """
     _drain(ctx, host, True)
 
 
@@ -89,7 +121,12 @@ def drain(ctx: click.Context, host: str) -> None:
 @click.argument("host")
 @click.pass_context
 def undrain(ctx: click.Context, host: str) -> None:
-    """HOST takes blocks again (also lifts a quarantine)."""
+    """HOST takes blocks again (also lifts a quarantine).
+
+    \b
+    Example:
+      iolab fleet undrain ssd-01
+    """
     _drain(ctx, host, False)
 
 
@@ -98,7 +135,12 @@ def undrain(ctx: click.Context, host: str) -> None:
 @click.pass_context
 def forget(ctx: click.Context, host: str) -> None:
     """Remove HOST from the fleet (a host taken out of the lab); refused while its worker
-    still heartbeats or a block of it is live."""
+    still heartbeats or a block of it is live.
+
+    \b
+    Example:
+      iolab fleet forget ssd-01
+    """
     from iolab.fleet import service
     from iolab.fleet.config import heartbeat_s
     from iolab.store import leases, open_store

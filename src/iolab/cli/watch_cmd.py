@@ -6,7 +6,7 @@ import json
 
 import click
 
-from iolab.cli.options import store_location
+from iolab.cli.options import Duration, output_option, store_location, to_output
 from iolab.textsafe import shown
 
 
@@ -20,28 +20,30 @@ from iolab.textsafe import shown
     show_default=True,
     help="A line per change, or a JSON object per line.",
 )
+@output_option
 @click.option(
     "--interval",
-    type=click.FloatRange(0.1, 3600),
-    default=1.0,
+    type=Duration(),
+    default="1s",
     show_default=True,
-    metavar="SECONDS",
-    help="How often the store is read.",
+    metavar="DURATION",
+    help="How often the store is read (250ms, 1s, 5s).",
 )
 @click.pass_context
-def command(ctx: click.Context, run_id: int, fmt: str, interval: float) -> None:
+def command(ctx: click.Context, run_id: int, fmt: str, output: str | None, interval: float) -> None:
     """Follow run RUN (local, fleet, A/B or bisect) until it ends: samples stored, blocks
     queued, running (and where) and done, one line each time it changes.
 
     \b
-    Example:
+    Examples:
       iolab watch 42
+      iolab watch 42 --format json --interval 5s -o run42.jsonl
     """
     from iolab.runs.watch import follow
     from iolab.store import open_store
 
-    with open_store(store_location(ctx), must_exist=True) as store:
-        for progress in follow(store, run_id, poll_s=interval):
+    with open_store(store_location(ctx), must_exist=True) as store, to_output(output):
+        for progress in follow(store, run_id, poll_s=max(interval, 0.1)):
             if fmt == "json":
                 click.echo(json.dumps(progress.to_json(), sort_keys=True))
             else:

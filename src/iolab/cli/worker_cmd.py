@@ -42,7 +42,14 @@ def command(
     config_path: str | None,
     print_unit: bool,
 ) -> None:
-    """Serve blocks of a fleet on this test host, one at a time, under its own host config."""
+    """Serve blocks of a fleet on this test host, one at a time, under its own host config.
+
+    \b
+    Examples:
+      iolab worker --config /etc/iolab/host.toml --broker redis://ctl:6379/0 \\
+          --db postgresql+psycopg://iolab@ctl/iolab
+      iolab worker --print-unit > /etc/systemd/system/iolab-worker.service
+    """
     from iolab.fleet import config, service
 
     if print_unit:
