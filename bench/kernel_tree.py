@@ -11,9 +11,10 @@ Makes (once; a second call only prints what the first made, in well under a seco
   does) and, as the 11th, the planted regression: `ext4_sync_file` journals the inode once
   more in a synchronous handle after the commit fsync already waited for, so every fsync
   (and fdatasync) costs a second journal commit.  Modelled on the ext4 IOPS thread ("the
-  difference is somewhere in waiting for the journal"); it shows as `jbd2.transactions`
-  doubling on an fsync-per-write workload, `hist.jbd2_handles_per_txn` falling towards 1,
-  and write IOPS falling with the commits.  Three more branches share the history up to the
+  difference is somewhere in waiting for the journal"); on an fsync-per-write workload it
+  shows as one more jbd2 transaction per write (`jbd2.transactions`), with several writers
+  as fewer handles per transaction (`jbd2.handles_per_txn`), and as write IOPS falling with
+  the commits.  Three more branches share the history up to the
   planted commit's parent:
   - `harmless`: the same 17 changes with the planted one replaced by a harmless one in
     fs/ext4/fsync.c — every commit harmless (a bisect over it must name no culprit);
@@ -37,6 +38,7 @@ proves the result boots the guest (docs/kernels.md).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -300,8 +302,6 @@ def builder_inputs(work: Path, config: Path) -> dict[str, str]:
     iolab's builder keys its cache on the hook's argument list: a copy under
     `DIR/hooks/<sha256 of the hook>/` keeps that key the same from one checkout of iolab to
     another, and changes it when the hook changes (so a changed hook builds again)."""
-    import hashlib
-
     body = HOOK.read_bytes()
     hook = work / "hooks" / hashlib.sha256(body).hexdigest()[:12] / HOOK.name
     if not hook.exists():
@@ -326,10 +326,12 @@ def main() -> None:
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     stamp = work / "tree.json"
-    inputs = LSMOD.read_text() + FRAGMENT.read_text() + PATCH.read_text()
+    inputs = hashlib.sha256(
+        (LSMOD.read_text() + FRAGMENT.read_text() + PATCH.read_text()).encode()
+    ).hexdigest()
     try:
         known = json.loads(stamp.read_text())
-        fresh = known.get("recipe") == RECIPE and known.get("inputs") == inputs
+        fresh = known.get("recipe") == RECIPE and known.get("inputs_sha256") == inputs
     except (OSError, ValueError):
         known, fresh = {}, False
     if not fresh or not (work / "linux" / ".git").is_dir():
@@ -339,7 +341,7 @@ def main() -> None:
         config = make_config(work, tree)
         known = {
             "recipe": RECIPE,
-            "inputs": inputs,
+            "inputs_sha256": inputs,
             "tree": str(tree),
             "config": str(config),
             "kernelversion": kernelversion(tree),
@@ -351,7 +353,7 @@ def main() -> None:
         known.update(extra)
         stamp.write_text(json.dumps(known, indent=1) + "\n")
     if args.json:
-        print(json.dumps({k: v for k, v in known.items() if k != "inputs"}, indent=1))
+        print(json.dumps(known, indent=1))
         return
     for key in ("tree", "config", "hook", "build_cache", "kernelversion", "base",
                 "planted_parent", "planted"):  # fmt: skip
