@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from iolab.bisect import GOOD, Bisection, Settings, step_alpha
-from iolab.bisect import git as bgit
-from iolab.bisect.driver import bind
+from iolab.bisect.commit_arms import bind
 from iolab.bisect.search import ProbabilisticSearch, groups
 from iolab.bisect.step import StepTest
+from iolab.builds import git as bgit
 from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError, RefusedError
 from iolab.model.metrics import Direction
 from iolab.plan import load_plan
@@ -334,6 +334,9 @@ def test_report_forms_escape_user_text_and_name_the_culprit() -> None:
         (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD"], "the same commit"),
         (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD~1"], "not an ancestor"),
         (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--build", "'x"], "--build"),
+        (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--max-time", "90"], "a unit"),
+        (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "--fleet", "f"], "for kernels"),
+        (["--repo", "{repo}", "--good", "HEAD~1", "--bad", "HEAD", "more"], "one PLAN"),
     ],
 )
 def test_bad_bisect_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:

@@ -205,10 +205,13 @@ def test_bisect_equal_ends_names_no_culprit(lab: dict[str, str], tmp_path: Path)
     plan = write_plan(tmp_path, FIO_PLAN)
     # a rate-limited job repeats its IOPS to the digit, but a loaded machine now and then
     # delays one run by 10-20%: a margin above that keeps one such run from undoing the rest
-    argv = ("--alpha", "0.01", "--max-runs", "30", "--margin", "25", "-q", "--format", "json")
+    report = tmp_path / "report.json"
+    argv = ("--alpha", "0.01", "--max-runs", "30", "--margin", "25", "-q", "--format", "json",
+            "-o", str(report))  # fmt: skip
     done = bisect(lab, *bisect_argv(plan, repo, shas, *argv))
     assert done.returncode == 21, done.stderr
-    data = json.loads(done.stdout)
+    assert done.stdout == ""  # the report went to -o FILE
+    data = json.loads(report.read_text())
     assert data["result"] == "no regression" and data["culprit"] is None
     assert data["steps"] == [] and data["verification"] is None
     assert data["ends"]["verdict"] == "no change"

@@ -52,9 +52,10 @@ def _same(path: str, was: Any, now: Any) -> None:
     if dataclasses.is_dataclass(was) and not isinstance(was, type):
         assert type(was) is type(now), path
         for f in dataclasses.fields(was):
-            _same(f"{path}.{f.name}", getattr(was, f.name), getattr(now, f.name))
+            if f.name in FIELDS[type(was).__name__]:  # the old path's fields (others: new)
+                _same(f"{path}.{f.name}", getattr(was, f.name), getattr(now, f.name))
     elif isinstance(was, dict):
-        assert isinstance(now, dict) and was.keys() == now.keys(), path
+        assert isinstance(now, dict) and was.keys() <= now.keys(), path
         for key in was:
             _same(f"{path}.{key}", was[key], now[key])
     elif isinstance(was, tuple | list):
@@ -65,6 +66,17 @@ def _same(path: str, was: Any, now: Any) -> None:
         assert _close(was, now), (path, was, now)
     else:
         assert type(was) is type(now) and was == now, (path, was, now)
+
+
+def _options(table: dict[str, Any]) -> dict[str, Any]:
+    """The stored options, in today's names: the old path's "holm" (per-metric Holm inside
+    the graphical split) is today's "holm-marginal"; today's "holm" corrects the secondary
+    metrics jointly (stats.maxt), a different procedure on purpose.  The old path tested
+    metrics equal in every sample one by one: today's `fold_equal=False`."""
+    options = dict(table["options"], fold_equal=False)
+    if options.get("correction", "holm") == "holm":
+        options["correction"] = "holm-marginal"
+    return options
 
 
 def _inputs(table: dict[str, Any]) -> tuple[list[MetricInput], list[HistogramInput]]:
@@ -85,9 +97,12 @@ def _report(comparison: Comparison, alpha: float, margin_pct: float) -> Report:
 @pytest.mark.parametrize("part", range(PARTS))
 def test_compare_equals_the_old_path(part: int) -> None:
     for number, table in enumerate(TABLES[part::PARTS]):
-        options = table["options"]
-        was = _stored(table)
+        options = _options(table)
         now = new.compare(*_inputs(table), **options)
+        # named as today names the same procedure (it prints beside the figures)
+        was = dataclasses.replace(
+            _stored(table), correction=now.correction, procedure=now.procedure
+        )
         _same(f"table {part + PARTS * number}", was, now)
         for name in FORMATS:
             for show_all in (False, True):

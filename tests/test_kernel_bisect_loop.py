@@ -1,24 +1,23 @@
-"""The block loop both kernel bisects share (`bisect.kernels.measure_blocks`), on the host:
-the real engine and a real store, with the fleet's block source replaced by one that hands
-back each arm's KPI at once (the guest scenarios in test_guest_kernels.py and
+"""The one block loop of every bisect (`bisect.session.run`), over kernel releases on the
+host: the real engine and a real store, with the fleet's block source replaced by one that
+hands back each arm's KPI at once (the guest scenarios in test_guest_kernels.py and
 test_guest_kernel_git.py run the same loop on real boots, behind IOLAB_GUEST_LONG)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from iolab.bisect.driver import _engine
-from iolab.bisect.engine import Bisection
-from iolab.bisect.kernels import KernelSetup, conclude, kernel_plan, measure_blocks
+from iolab.bisect import session as bisect
+from iolab.bisect.summary import conclude
 from iolab.errors import LabError
 from iolab.model.bisect import Measure
-from iolab.model.metrics import Direction
 from iolab.model.sample import Sample
 from iolab.plan.expand import plan_from_text
-from iolab.plan.model import Case
+from iolab.plan.model import Case, Plan
 from iolab.runs import lifecycle
 from iolab.store import Store, open_store
 
@@ -46,7 +45,20 @@ class Blocks:
         self.started: list[tuple[int, list[str]]] = []
         self.abandoned = False
 
-    def start(self, block: int, cases: list[Case]) -> None:
+    @property
+    def width(self) -> int:
+        return 1
+
+    def in_flight(self) -> list[int]:
+        return []
+
+    def stop(self, unused: Sequence[int] = ()) -> list[int]:
+        return []
+
+    def use_plan(self, plan: Plan) -> None:
+        raise AssertionError("a bisect over releases has one plan")
+
+    def start(self, block: int, cases: Sequence[Case] = ()) -> None:
         self.started.append((block, [c.variant or "" for c in cases]))
 
     def next_finished(self) -> tuple[int, list[Sample]]:
@@ -68,43 +80,40 @@ class Blocks:
         self.abandoned = True
 
 
-def _setup(tmp_path: Path, culprit: int | None) -> tuple[lifecycle.OpenRun, Blocks, Bisection]:
-    plan = kernel_plan(plan_from_text(PLAN, str(tmp_path / "p.yaml"), None), RELEASES)
+def _setup(tmp_path: Path, culprit: int | None) -> tuple[bisect.Session, Blocks, lifecycle.OpenRun]:
+    path = tmp_path / "p.yaml"
+    path.write_text(PLAN)
     store = open_store(str(tmp_path / "s.db"))
-    run_id = store.create_run("bisect")
-    run = lifecycle.OpenRun(store, plan, run_id, seed=1)
-    engine = _engine(len(RELEASES) - 1, Direction.HIGHER, 0.05, 1.0, 200, "binary", "write.iops")
-    return run, Blocks(culprit, store, run_id), engine
+    request = bisect.Request(
+        plan_from_text(PLAN, str(path), None),
+        mode="releases",
+        releases=tuple(RELEASES),
+        search="binary",
+        max_blocks=200,
+        fleet="lab",
+    )
+    session = bisect.start(store, bisect.check(request))
+    return session, Blocks(culprit, store, session.run_id), session.run
 
 
 def test_the_loop_feeds_each_block_to_the_engine_until_it_names_the_culprit(
     tmp_path: Path,
 ) -> None:
-    run, blocks, engine = _setup(tmp_path, culprit=6)
-    by_variant = {c.variant: c for c in run.plan.cases}
+    session, blocks, run = _setup(tmp_path, culprit=6)
     seen: list[int] = []
 
-    def arms(m: Measure) -> list[Case]:
-        return [by_variant[RELEASES[i + 1]] for i in m.arms]
+    class Seen(bisect.Progress):
+        def block(self, session: bisect.Session, block: int, measure: Measure) -> None:
+            seen.append(block)
 
-    outcome, status = measure_blocks(
-        run,
-        blocks,
-        engine,
-        "write.iops",
-        1,
-        engine.action,
-        arms,
-        lambda block, _m: seen.append(block),
-    )
+    outcome, status = bisect.run(session, fleet=lambda _run: blocks, progress=Seen())
     assert status == "finished" and not blocks.abandoned
     assert outcome.kind == "found" and outcome.culprit == 5, outcome  # index 5 is RELEASES[6]
     assert seen == list(range(1, len(blocks.started) + 1))
     assert run.store.run(run.run_id).status == "finished"
 
-    # the report both kernel bisects make (bisect.kernels.kernel_report), from what was stored
-    setup = KernelSetup(run, run.plan, RELEASES, "write.iops", Direction.HIGHER, engine)
-    report = conclude(run.store, setup, outcome, status)
+    # the report every bisect makes (bisect.summary), from what was stored
+    report = conclude(session, outcome, status)
     assert (report.good.sha, report.bad.sha) == (RELEASES[0], RELEASES[-1])
     assert report.candidates == len(RELEASES) - 1 and report.commits[5].sha == RELEASES[6]
     assert report.commits[5].subject == f"kernel {RELEASES[6]}"
@@ -119,13 +128,8 @@ def test_the_loop_feeds_each_block_to_the_engine_until_it_names_the_culprit(
 
 
 def test_three_blocks_without_a_value_end_the_run_failed(tmp_path: Path) -> None:
-    run, blocks, engine = _setup(tmp_path, culprit=None)
-    by_variant = {c.variant: c for c in run.plan.cases}
-
-    def arms(m: Measure) -> list[Case]:
-        return [by_variant[RELEASES[i + 1]] for i in m.arms]
-
+    session, blocks, run = _setup(tmp_path, culprit=None)
     with pytest.raises(LabError, match="3 blocks in a row without a KPI value"):
-        measure_blocks(run, blocks, engine, "write.iops", 1, engine.action, arms, None)
+        bisect.run(session, fleet=lambda _run: blocks)
     assert blocks.abandoned and len(blocks.started) == 3
     assert run.store.run(run.run_id).status == "failed"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.bisect.kernel_build import KernelBuilder, short
+from iolab.builds.kernel import KernelBuilder, short
 
 TREE = os.environ.get("IOLAB_KERNEL_TREE")
 BASE = os.environ.get("IOLAB_KERNEL_BASE_CONFIG")

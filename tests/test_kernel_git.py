@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from iolab.bisect import kernel_git
-from iolab.bisect.kernel_build import KernelBuilder, ManifestError, read_manifest
+from iolab.bisect import session as bisect
+from iolab.bisect.kernel_plan import kernel_plan
+from iolab.bisect.settings import BisectSettings
+from iolab.builds.builder import BuildRecord
+from iolab.builds.kernel import KernelBuilder, ManifestError, read_manifest
+from iolab.builds.kernel_commits import check_unique
 from iolab.errors import LabError, RefusedError
 from iolab.kernels import artifacts, hooks, switch
+from iolab.model.metrics import Direction
 from iolab.plan import load_plan
 from store_backends import pg_schema_location
 
@@ -167,7 +172,7 @@ def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
     assert again.ok and again.cached and again.sha256 == first.sha256
     assert calls.read_text().split() == [shas[1]]  # not built twice
     broken = builder.build(shas[2])
-    assert not broken.ok and broken.reason and "exited 1" in broken.reason
+    assert not broken.ok and broken.reason and "exited with 1" in broken.reason
     # an artifact changed behind the cache's back: built again
     assert builder.build(shas[3]).ok
     first.manifest.artifacts[0].write_text("tampered\n")
@@ -181,10 +186,10 @@ def test_builds_are_cached_per_sha_and_a_failed_build_is_unbuildable(
 
 
 def test_two_commits_building_one_release_are_refused() -> None:
-    builds = {"a" * 40: {"ok": True, "release": REL}}
-    kernel_git.check_unique(builds, "a" * 40, REL)  # the same commit again is fine
+    builds = {"a" * 40: BuildRecord(True, release=REL)}
+    check_unique(builds, "a" * 40, REL)  # the same commit again is fine
     with pytest.raises(RefusedError, match="both build release"):
-        kernel_git.check_unique(builds, "b" * 40, REL)
+        check_unique(builds, "b" * 40, REL)
 
 
 def test_the_plan_names_each_built_commit_by_sha(tmp_path: Path) -> None:
@@ -196,11 +201,11 @@ def test_the_plan_names_each_built_commit_by_sha(tmp_path: Path) -> None:
     )
     plan = load_plan(str(plan_path))
     digits = "1" * 12 + "e" + "2" * 27  # YAML would read it as a number unquoted
-    derived = kernel_git.kernel_plan(plan, {digits: REL, SHA: "6.1.0-48-cloud-amd64"})
+    derived = kernel_plan(plan, {digits: REL, SHA: "6.1.0-48-cloud-amd64"})
     kernels = {c.variant: c.kernel for c in derived.cases}
     assert kernels == {digits: REL, SHA: "6.1.0-48-cloud-amd64"}
     with pytest.raises(Exception, match="neither variants nor a kernel"):
-        kernel_git.kernel_plan(derived, {})
+        kernel_plan(derived, {})
 
 
 def test_install_hook_placeholders() -> None:
@@ -331,7 +336,7 @@ def stored_bisect(
     """A git-range kernel bisect as a controller leaves it in a store after Ctrl-C: its
     settings, builds and the samples of `blocks` (per block: commit index -> KPI value),
     over made-up shas or the commits of a real `repo`."""
-    from iolab.bisect.driver import KIND, META
+    from iolab.bisect.settings import KIND
     from iolab.model.sample import Sample
     from iolab.runs import lifecycle
     from iolab.store import open_store
@@ -341,18 +346,17 @@ def stored_bisect(
     template = load_plan(str(plan_path))
     shas = repo[1] if repo else [f"{n:040x}" for n in range(1, 6)]
     releases = {s: f"6.9.0-iolab-{s[:12]}" for s in shas}
-    builds = {s: {"ok": True, "release": r, "artifacts": []} for s, r in releases.items()}
-    derived = kernel_git.kernel_plan(template, releases)
+    builds = {s: BuildRecord(True, release=r).to_json() for s, r in releases.items()}
+    derived = kernel_plan(template, releases)
     store = open_store(str(tmp_path / "s.db"))
     run = lifecycle.start(store, lifecycle.check(derived, kind=KIND, here=False))
-    settings = {
-        "kernel_repo": str(repo[0] if repo else tmp_path), "good": shas[0], "bad": shas[-1],
-        "commits": shas,
-        "kernel_build": ["true"], "kpi": "write.iops", "direction": "higher", "alpha": 0.05,
-        "margin_pct": 1.0, "max_blocks": 50, "search": "probabilistic",
-        "cache": str(tmp_path / "cache"), "template_sha256": template.sha256, "fleet": "lab",
-    }  # fmt: skip
-    store.update_run_meta(run.run_id, {META: settings, artifacts.META: builds})
+    settings = BisectSettings(
+        mode="kernel-commits", arms=tuple(shas), kpi="write.iops", direction=Direction.HIGHER,
+        alpha=0.05, margin_pct=1.0, max_blocks=50, search="probabilistic",
+        template_sha256=template.sha256, repo=str(repo[0] if repo else tmp_path),
+        build=("true",), cache=str(tmp_path / "cache"), fleet="lab",
+    )  # fmt: skip
+    store.update_run_meta(run.run_id, {**settings.to_meta(), artifacts.META: builds})
     for block, values in enumerate(blocks, start=1):
         for position, (index, value) in enumerate(values.items(), start=1):
             store.add_sample(
@@ -372,27 +376,29 @@ def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(
     store, run_id, shas = stored_bisect(tmp_path, [ends, ends, {0: 100.0}])
     assert isinstance(store, Store)
     with store:
-        setup = kernel_git.resume(store, run_id)
+        setup = bisect.resume(store, run_id)
         assert setup.replayed == 2 and setup.next_block == 3
         assert setup.engine.blocks == 2  # fed the two finished blocks, not the half-done one
-        assert setup.fleet == "lab" and set(setup.releases()) == set(shas)
+        assert setup.settings.fleet == "lab"
+        assert {c.variant for c in setup.plan().cases} == set(shas)
 
 
 def test_the_report_names_each_commit_with_the_release_it_built(
     tmp_path: Path, repo: tuple[Path, list[str]]
 ) -> None:
-    """`conclude` (bisect.kernels.kernel_report, which the bisect over releases shares): the
+    """`conclude` (bisect.summary, which every bisect shares): the
     ends and candidates by sha with git's subject and the release built, each build's state,
     the build cache; stored in the run's meta as `iolab bisect --json` prints it."""
+    from iolab.bisect.summary import conclude
     from iolab.model.bisect import Outcome
     from iolab.store.store import Store
 
     store, run_id, shas = stored_bisect(tmp_path, [{0: 100.0, 3: 50.0}], repo)
     assert isinstance(store, Store)
     with store:
-        setup = kernel_git.resume(store, run_id)
+        setup = bisect.resume(store, run_id)
         outcome = Outcome("range", "stopped", first=1, last=2, blocks=1, samples=2)
-        report = kernel_git.conclude(store, setup, outcome, "interrupted")
+        report = conclude(setup, outcome, "interrupted")
         assert (report.good.sha, report.bad.sha, report.candidates) == (shas[0], shas[3], 3)
         assert report.commits[1].subject == f"v2 [kernel 6.9.0-iolab-{shas[2][:12]}]"
         assert report.builds == dict.fromkeys(shas, "ok")
@@ -409,7 +415,7 @@ def test_resume_refuses_a_course_that_does_not_match(tmp_path: Path) -> None:
     store, run_id, _ = stored_bisect(tmp_path, [{0: 100.0, 2: 70.0}])  # block 1 is the ends
     assert isinstance(store, Store)
     with store, pytest.raises(IolabError, match="does not match the bisect's course"):
-        kernel_git.resume(store, run_id)
+        bisect.resume(store, run_id)
 
 
 def test_resume_refuses_a_changed_plan(tmp_path: Path) -> None:
@@ -420,12 +426,11 @@ def test_resume_refuses_a_changed_plan(tmp_path: Path) -> None:
     (tmp_path / "plan.yaml").write_text(PLAN_TEXT.replace("32M", "64M"))
     assert isinstance(store, Store)
     with store, pytest.raises(PlanError, match="changed since run"):
-        kernel_git.resume(store, run_id)
+        bisect.resume(store, run_id)
 
 
 def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
     """`bisect --kernels` runs are resumed the same way (their variants are releases)."""
-    from iolab.bisect import kernels as kernel_bisect
     from iolab.model.sample import Sample
     from iolab.store import open_store
 
@@ -433,10 +438,11 @@ def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
     plan_path.write_text(PLAN_TEXT)
     releases = ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64", "6.1.0-56-cloud-amd64"]
     with open_store(str(tmp_path / "s.db")) as store:
-        setup = kernel_bisect.start(
-            store, load_plan(str(plan_path)), releases, kpi=None, alpha=0.05, margin_pct=1.0,
-            max_blocks=50, search="probabilistic", fleet="lab",
+        request = bisect.Request(
+            load_plan(str(plan_path)), mode="releases", releases=tuple(releases), max_blocks=50,
+            fleet="lab",
         )  # fmt: skip
+        setup = bisect.start(store, bisect.check(request))
         for block in (1, 2):
             for position, (release, value) in enumerate(
                 ((releases[0], 100.0), (releases[2], 50.0)), start=1
@@ -446,9 +452,311 @@ def test_resume_of_a_bisect_over_releases(tmp_path: Path) -> None:
                            position=position, metrics={"write.iops": value})
                 )  # fmt: skip
         store.finish_run(setup.run_id, "interrupted")
-        again = kernel_bisect.resume(store, setup.run_id)
+        again = bisect.resume(store, setup.run_id)
         assert (again.replayed, again.next_block, again.engine.blocks) == (2, 3, 2)
-        assert again.fleet == "lab" and again.releases == releases
+        assert again.settings.fleet == "lab" and list(again.settings.arms) == releases
         store.finish_run(setup.run_id, "finished")
         with pytest.raises(Exception, match="has ended; nothing to resume"):
-            kernel_bisect.resume(store, setup.run_id)
+            bisect.resume(store, setup.run_id)
+
+
+@pytest.mark.parametrize(
+    "kernels",
+    [
+        ["--kernels", "6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64"],
+        ["--kernels", "6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"],  # the older form
+    ],
+)
+def test_kernels_comma_separated_or_spaced_before_the_plan(
+    tmp_path: Path, kernels: list[str]
+) -> None:
+    """Both forms of --kernels, given before PLAN: the plan is not taken for a release."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_TEXT)
+    proc = iolab("bisect", *kernels, str(plan), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "give --fleet CLASS" in lines[0], lines
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_a_bisect_stored_without_a_mode_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A run whose settings name no mode (stored by an older iolab) is not guessed at."""
+    from iolab.bisect.settings import KIND, META
+    from iolab.errors import IolabError
+    from iolab.runs import lifecycle
+    from iolab.store import open_store
+
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(PLAN_TEXT)
+    template = load_plan(str(plan_path))
+    with open_store(str(tmp_path / "s.db")) as store:
+        run = lifecycle.start(store, lifecycle.check(template, kind=KIND, here=False))
+        old = {"kernels": ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"], "kpi": "write.iops"}
+        store.update_run_meta(run.run_id, {META: old})
+        store.finish_run(run.run_id, "interrupted")
+        with pytest.raises(IolabError, match="stored by an older iolab") as info:
+            bisect.resume(store, run.run_id)
+        assert "\n" not in info.value.message
+        assert store.run(run.run_id).status == "interrupted"  # not claimed
+
+
+class FleetStandIn:
+    """The fleet's block source for a kernel-commit bisect, on the host: each block's cases
+    must name the kernel their commit built (what a host's boot check compares); their KPI
+    comes back at once, 1000 before the culprit and 700 from it on, stored as a worker
+    stores it."""
+
+    def __init__(self, store: object, run_id: int, slow: set[str]) -> None:
+        from iolab.store.store import Store
+
+        assert isinstance(store, Store)
+        self.store, self.run_id, self.slow = store, run_id, slow
+        self.plan: object = None
+        self.started: list[tuple[int, list[str]]] = []
+        self.plans, self.abandoned = 0, False
+
+    @property
+    def width(self) -> int:
+        return 1
+
+    def in_flight(self) -> list[int]:
+        return []
+
+    def stop(self, unused: object = ()) -> list[int]:
+        return []
+
+    def abandon(self) -> None:
+        self.abandoned = True
+
+    def open(self, run: object) -> FleetStandIn:
+        """The factory: the fleet's source starts with the open run's plan."""
+        from iolab.runs.lifecycle import OpenRun
+
+        assert isinstance(run, OpenRun)
+        self.plan = run.plan
+        return self
+
+    def use_plan(self, plan: object) -> None:
+        self.plan, self.plans = plan, self.plans + 1
+
+    def start(self, block: int, cases: object = ()) -> None:
+        from iolab.plan.model import Case, Plan
+
+        assert isinstance(self.plan, Plan)
+        sent = {c.variant: c.kernel for c in self.plan.cases}
+        names = []
+        for case in cases:  # type: ignore[attr-defined]
+            assert isinstance(case, Case) and case.variant is not None
+            assert case.kernel is not None and sent[case.variant] == case.kernel
+            assert case.kernel == f"6.9.0-iolab-{case.variant[:12]}"
+            names.append(case.variant)
+        self.started.append((block, names))
+
+    def next_finished(self) -> tuple[int, list[object]]:
+        from iolab.model.sample import Sample
+
+        block, names = self.started[-1]
+        out: list[object] = []
+        for position, sha in enumerate(names, start=1):
+            value = 700.0 if sha in self.slow else 1000.0
+            sample = Sample(run_id=self.run_id, variant=sha, block=block, position=position,
+                            metrics={"write.iops": value * (1 + 0.002 * (block % 3))})  # fmt: skip
+            self.store.add_sample(sample)
+            out.append(sample)
+        return block, out
+
+
+@pytest.mark.postgres
+def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
+    pg_store: object, tmp_path: Path
+) -> None:
+    """The session over kernel commits on the host: commits built by the hook as the engine
+    asks (an unbuildable one skipped), each build's artifacts in the store, the plan sent to
+    the hosts growing a variant per built commit, the culprit found, the artifacts removed."""
+    from iolab.bisect.summary import conclude
+    from iolab.store.store import Store
+
+    assert isinstance(pg_store, Store)
+    path = tmp_path / "linux"
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    shas = []
+    for n in range(9):
+        (path / "version").write_text(f"v{n}\n")
+        (path / "broken").write_text("") if n == 3 else (path / "broken").unlink(missing_ok=True)
+        git("add", "-A")
+        git("-c", "user.email=l@example.invalid", "-c", "user.name=lab", "commit", "-q",
+            "-m", f"v{n}")  # fmt: skip
+        shas.append(git("rev-parse", "HEAD"))
+    calls, hook, plan = tmp_path / "calls", tmp_path / "hook.py", tmp_path / "plan.yaml"
+    hook.write_text(HOOK)
+    plan.write_text(PLAN_TEXT)
+    request = bisect.Request(
+        load_plan(str(plan)), mode="kernel-commits", repo=path, good=shas[0], bad=shas[-1],
+        build=(sys.executable, str(hook), str(calls)), max_blocks=20, alpha=0.2, fleet="lab",
+        cache=tmp_path / "cache",
+    )  # fmt: skip
+    session = bisect.start(pg_store, bisect.check(request))
+    fleet = FleetStandIn(pg_store, session.run_id, set(shas[6:]))
+    outcome, status = bisect.run(session, fleet=fleet.open)  # type: ignore[arg-type]
+    assert status == "finished" and not fleet.abandoned and outcome.kind == "found", outcome
+    assert session.name(outcome.culprit or 0) == shas[6]
+    built = calls.read_text().split()
+    assert len(built) == len(set(built)) and {shas[0], shas[-1], shas[6]} <= set(built)
+    assert fleet.plans >= 1  # the hosts got the grown plan before a new commit's block
+    meta = pg_store.run(session.run_id).meta
+    records = meta[artifacts.META]
+    assert all(records[s]["artifacts"] for s in built if s != shas[3])
+    assert meta["kernel_artifacts_removed"] == sum(1 for r in records.values() if r["ok"])
+    report = conclude(session, outcome, status)
+    assert report.commits[outcome.culprit or 0].subject == f"v6 [kernel 6.9.0-iolab-{shas[6][:12]}]"
+
+
+# ------------------------------------------------------------ ab over kernel commits
+
+
+def ab_plan(base: str, head: str) -> str:
+    """Two variants by commit, one in flow style, one in block style."""
+    variants = (
+        f"  base: {{kernel: {{commit: {base}}}}}\n  head:\n    kernel:\n      commit: {head}\n"
+    )
+    return PLAN_TEXT + "variants:\n" + variants
+
+
+def test_variants_by_commit_read_as_the_releases_they_built(tmp_path: Path) -> None:
+    from iolab.builds.kernel_commits import with_releases
+    from iolab.errors import PlanError
+
+    path = tmp_path / "plan.yaml"
+    path.write_text(ab_plan("a1b2c3d", SHA) + "  old: {kernel: 6.1.0-47-cloud-amd64}\n")
+    template = load_plan(str(path))
+    plan = with_releases(template, {"a1b2c3d": "6.9.0-iolab-a1b2c3d00000", SHA: REL})
+    assert [(c.variant, c.kernel, c.kernel_commit) for c in plan.cases] == [
+        ("base", "6.9.0-iolab-a1b2c3d00000", None),
+        ("head", REL, None),
+        ("old", "6.1.0-47-cloud-amd64", None),
+    ]
+    with pytest.raises(PlanError, match="could not name the built releases"):
+        with_releases(template, {"a1b2c3d": "6.9.0-iolab-a1b2c3d00000"})  # head left out
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--kernel-repo", "{repo}"], "--kernel-repo DIR and --kernel-build CMD together"),
+        (["--kernel-repo", "{repo}", "--kernel-build", "{hook}"], "give --fleet CLASS"),
+        (["--kernel-repo", "{repo}", "--kernel-build", "{hook}", "--fleet", "f"], "PostgreSQL"),
+        (["--kernel-repo", "{repo}", "--kernel-build", "{hook}", "--resume", "3"], "not both"),
+    ],
+)
+def test_ab_kernel_repo_refusals_are_one_line_before_any_build(
+    tmp_path: Path, repo: tuple[Path, list[str]], extra: list[str], says: str
+) -> None:
+    path, shas = repo
+    calls, hook = tmp_path / "calls", tmp_path / "hook.py"
+    hook.write_text(HOOK)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(ab_plan(shas[0], shas[1]))
+    argv = [a.format(repo=path, hook=f"{sys.executable} {hook} {calls}") for a in extra]
+    proc = iolab("ab", str(plan), *argv, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iolab: ") and says in lines[0], lines
+    assert not calls.exists() and not (tmp_path / "s.db").exists()
+
+
+class AbFleetStandIn:
+    """The fleet for an ab run over kernel commits, on the host: every case of a block must
+    name a release whose built artifacts the run's meta offers (what a host fetches and
+    installs); base measures 1000, head 700."""
+
+    def __init__(self, store: object, run: object) -> None:
+        from iolab.runs.lifecycle import OpenRun
+        from iolab.store.store import Store
+
+        assert isinstance(store, Store) and isinstance(run, OpenRun)
+        self.store, self.run = store, run
+        self.queue: list[int] = []
+
+    @property
+    def width(self) -> int:
+        return 1
+
+    def in_flight(self) -> list[int]:
+        return list(self.queue)
+
+    def stop(self, unused: object = ()) -> list[int]:
+        self.queue.clear()
+        return []
+
+    def start(self, block: int, cases: object = ()) -> None:
+        self.queue.append(block)
+
+    def next_finished(self) -> tuple[int, list[object]]:
+        from iolab.model.sample import Sample
+
+        block = self.queue.pop(0)
+        meta = self.store.run(self.run.run_id).meta
+        out: list[object] = []
+        for position, case in enumerate(self.run.plan.cases, start=1):
+            assert case.kernel is not None and artifacts.for_release(meta, case.kernel)
+            value = (700.0 if case.variant == "head" else 1000.0) * (1 + 0.003 * (block % 4))
+            sample = Sample(
+                run_id=self.run.run_id, variant=case.variant, cell=dict(case.cell), block=block,
+                position=position, metrics={"write.iops": value},
+            )  # fmt: skip
+            self.store.add_sample(sample)
+            out.append(sample)
+        return block, out
+
+
+@pytest.mark.postgres
+def test_ab_over_kernel_commits_builds_ships_and_compares(
+    pg_store: object, tmp_path: Path, repo: tuple[Path, list[str]]
+) -> None:
+    """`ab PLAN --kernel-repo` on the host: the plan's commits built by the hook (the bisect's
+    builder and cache), shipped to the store before any block, read back as releases on
+    resume, compared to a verdict, and their artifacts removed at the end."""
+    from iolab import ab
+    from iolab.ab.loop import SilentBlockReporter
+    from iolab.builds.kernel_commits import build_plan
+    from iolab.store.store import Store
+
+    assert isinstance(pg_store, Store)
+    path, shas = repo
+    calls, hook, plan_path = tmp_path / "calls", tmp_path / "hook.py", tmp_path / "plan.yaml"
+    hook.write_text(HOOK)
+    plan_path.write_text(ab_plan(shas[0][:10], shas[1]))
+    argv = (sys.executable, str(hook), str(calls))
+    plan, kernels = build_plan(load_plan(str(plan_path)), path, argv, tmp_path / "cache")
+    releases = {c.variant: c.kernel for c in plan.cases}
+    assert releases == {
+        "base": f"6.9.0-iolab-{shas[0][:12]}",
+        "head": f"6.9.0-iolab-{shas[1][:12]}",
+    }
+    checked = ab.run.check(plan, here=False)
+    first = ab.run.start(pg_store, checked, max_blocks=40, kernels=kernels)
+    meta = pg_store.run(first.run.run_id).meta
+    assert all(len(meta[artifacts.META][s]["artifacts"]) == 1 for s in shas[:2])
+    pg_store.finish_run(first.run.run_id, "interrupted")
+    # the same commits again: from the cache, not built a second time
+    again, _ = build_plan(load_plan(str(plan_path)), path, argv, tmp_path / "cache")
+    assert calls.read_text().split() == shas[:2] and again.text == plan.text
+    setup = ab.run.resume(pg_store, first.run.run_id, here=False)
+    assert {c.variant: c.kernel for c in setup.run.plan.cases} == releases
+    result = ab.run.run(
+        setup,
+        SilentBlockReporter(),
+        source=lambda run: AbFleetStandIn(pg_store, run),  # type: ignore[arg-type,return-value]
+    )
+    assert result.status == "finished" and result.report is not None
+    ((_, kpi),) = result.report.kpis()
+    assert kpi.verdict == "regression", kpi
+    assert pg_store.run(first.run.run_id).meta["kernel_artifacts_removed"] == 2

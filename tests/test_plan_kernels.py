@@ -157,13 +157,17 @@ def test_bisect_kernels_refusals(tmp_path: Path, args: list[str], needle: str) -
 
 
 def test_bisect_kernels_from_file_and_the_derived_plan(tmp_path: Path) -> None:
-    from iolab.bisect.kernels import kernel_plan, read_list
+    from iolab.bisect.kernel_plan import kernel_plan
+    from iolab.bisect.release_arms import read_list
 
     listed = tmp_path / "kernels.txt"
     listed.write_text("# oldest first\n6.1.0-47-cloud-amd64\n\n6.1.0-50-cloud-amd64  # new\n")
     releases = read_list(listed)
     assert releases == ["6.1.0-47-cloud-amd64", "6.1.0-50-cloud-amd64"]
-    derived = kernel_plan(load_plan(write(tmp_path, BASE)), releases)
+    derived = kernel_plan(load_plan(write(tmp_path, BASE)), {r: r for r in releases})
     assert [(c.variant, c.kernel) for c in derived.cases] == [(r, r) for r in releases]
     with pytest.raises(PlanError, match="neither variants nor a kernel"):
-        kernel_plan(load_plan(write(tmp_path, BASE + "variants: {a: {}, b: {}}\n")), releases)
+        kernel_plan(
+            load_plan(write(tmp_path, BASE + "variants: {a: {}, b: {}}\n")),
+            {r: r for r in releases},
+        )

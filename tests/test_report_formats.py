@@ -304,7 +304,11 @@ def test_brief_is_the_answer_and_what_moved(db: str) -> None:
         r"b vs a: write\.iops -[\d.]+% \[-[\d.]+%, -[\d.]+%\] from 10 pairs: regression",
         lines[0],
     ), lines[0]
-    assert lines[1] == "what moved (median per sample, a → b):"
+    assert lines[1] == "what moved after the joint correction (median per sample, a → b):"
+    assert (
+        "  (corrected by Westfall–Young step-down max-T over all 1,024 joint sign flips of "
+        "the blocks, table-wide family-wise error ≤ 0.05 with the KPIs)"
+    ) in lines
     moved = [line.split()[0] for line in lines[2:] if line.startswith("  ") and "→" in line]
     assert moved[0] == "jbd2.handles_per_txn" and "hist.writepages" in moved
     assert "write.io_bytes" not in done.stdout  # the same constant on both sides
@@ -386,9 +390,11 @@ def test_brief_shows_a_sequence_side_at_the_searched_edge_as_unbounded() -> None
 
 
 def test_brief_counts_what_moved_only_before_the_correction_apart() -> None:
-    """After an `ab` that decided in 9 blocks, no secondary metric can pass the table's
-    correction (9 pairs: p >= 1/256 each, times 33 tests); counters that fell 200-fold are
-    then listed apart, largest change first, not counted among those "not shown to move"."""
+    """After an `ab` that decided in 9 blocks, no secondary metric can pass a per-metric
+    Holm correction (9 pairs: p >= 1/256 each, times 33 tests); counters that fell 200-fold
+    are then listed apart, largest change first, not counted among those "not shown to
+    move".  The joint correction (the default) lets all 30 through: they fell in every
+    block, which 2 of the 512 joint sign flips can match."""
     from iolab.report.model import Group, Report
     from iolab.stats import compare
     from iolab.stats.types import MetricInput
@@ -407,7 +413,9 @@ def test_brief_counts_what_moved_only_before_the_correction_apart() -> None:
         pair(f"vmstat.q{j}", [5.0 + i % 3 for i in range(9)], [5.0 + (i + 1) % 3 for i in range(9)])
         for j in range(3)
     ]
-    comparison = compare([kpi, *fell, *flat])
+    joint = compare([kpi, *fell, *flat])
+    assert [m.verdict for m in joint.secondary] == ["changed"] * 30 + ["inconclusive"] * 3
+    comparison = compare([kpi, *fell, *flat], correction="holm-marginal")
     assert all(m.p_value is not None and m.p_value < 0.05 for m in comparison.secondary[:30])
     assert not any(
         m.verdict in ("regression", "improvement", "changed") for m in comparison.secondary
@@ -415,11 +423,13 @@ def test_brief_counts_what_moved_only_before_the_correction_apart() -> None:
     report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
     assert render(report, "brief").splitlines()[1:] == [
         "no secondary metric or histogram moved significantly",
-        "at p ≤ 0.05 on their own, too few samples to pass the correction for the table's "
-        "tests (a → b):",
-        *(f"  jbd2.c{j}  1.0{j + 40}k → 5   (-99.6%)" for j in range(29, 21, -1)),
-        "  … and 22 more",
-        "  (3 other metric(s) and histogram(s) not shown to move)",
+        "  (corrected by Holm, table-wide family-wise error ≤ 0.05 with the KPIs)",
+        "at p ≤ 0.05 on their own, not after the correction for the table's tests (a → b):",
+        *(f"  jbd2.c{j}  1.0{j + 40}k → 5   (-99.6%)" for j in range(29, 20, -1)),
+        "  jbd2.c20  1.06k → 5   (-99.6%)",
+        "  … and 20 more",
+        # the three vmstat.q are equal in every sample: one row, which names the other two
+        "  (1 other metric(s) and histogram(s) not shown to move)",
     ]
 
 
@@ -437,15 +447,17 @@ def test_brief_lists_a_change_past_minus_100_pct_first() -> None:
         return MetricInput(name, a, b, kpi=kpi, blocks_a=blocks, blocks_b=blocks)
 
     kpi = pair("write.iops", [100.0 + i for i in range(9)], [150.0 + i for i in range(9)], True)
-    fell = [pair(f"vmstat.c{j:02d}", [100.0 + i for i in range(9)], [50.0] * 9) for j in range(20)]
+    fell = [
+        pair(f"vmstat.c{j:02d}", [100.0 + i + j for i in range(9)], [50.0] * 9) for j in range(20)
+    ]
     crossed = pair("vmstat.delta", [1.0 + i for i in range(9)], [-20.0 - i for i in range(9)])
-    comparison = compare([kpi, *fell, crossed])
+    comparison = compare([kpi, *fell, crossed], correction="holm-marginal")
     row = next(m for m in comparison.metrics if m.name == "vmstat.delta")
     assert row.change_pct is not None and row.change_pct < -100 and row.verdict == "inconclusive"
     report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
     lines = render(report, "brief").splitlines()
-    assert lines[2].startswith("at p ≤ 0.05 on their own"), lines
-    assert lines[3].startswith("  vmstat.delta "), lines
+    assert lines[3].startswith("at p ≤ 0.05 on their own"), lines
+    assert lines[4].startswith("  vmstat.delta "), lines
 
 
 # ------------------------------------------------------------------------- --by and cells
@@ -646,3 +658,44 @@ def test_per_group_rates_of_imports_are_kpis(db: str) -> None:
     assert metrics["group0.write.iops"]["verdict"] == "improvement"
     assert metrics["group1.write.iops"]["direction"] == "higher"
     assert not metrics["group1.write.clat_ns.mean"]["kpi"]
+
+
+def test_one_device_read_by_two_monitors_shows_once() -> None:
+    """fio's disk.loop0.X and the diskstats monitor's counter for the same thing are one
+    row (the monitor's, naming fio's) when both moved alike; when their verdicts differ both
+    stay, since they are not equal numbers."""
+    from iolab.analysis.build import one_device_once
+    from iolab.report.model import Group, Report
+    from iolab.stats import compare
+    from iolab.stats.types import MetricInput
+
+    blocks: list[str | int] = list(range(9))
+
+    def pair(name: str, a: list[float], b: list[float], kpi: bool = False) -> MetricInput:
+        return MetricInput(name, a, b, kpi=kpi, blocks_a=blocks, blocks_b=blocks)
+
+    rise = [500.0 + 7 * i for i in range(9)], [90_000.0 + 500 * (i % 4) for i in range(9)]
+    items = [
+        pair("write.iops", [100.0 + i for i in range(9)], [50.0 + i for i in range(9)], True),
+        pair("disk.loop0.write_merges", *rise),
+        pair("diskstats.loop0.write_merges", [v * 1.05 + 1 for v in rise[0]], rise[1]),
+        pair(
+            "disk.loop0.util_pct",
+            [40.0 + i % 3 for i in range(9)],
+            [41.0 - i % 3 for i in range(9)],
+        ),
+        pair(
+            "diskstats.loop0.util_pct", [30.0 + i for i in range(9)], [90.0 - i for i in range(9)]
+        ),
+    ]
+    comparison = one_device_once(compare(items))
+    rows = {m.name: m for m in comparison.metrics}
+    assert rows["disk.loop0.write_merges"].alias_of == "diskstats.loop0.write_merges"
+    assert rows["diskstats.loop0.write_merges"].aliases == ("disk.loop0.write_merges",)
+    assert rows["disk.loop0.util_pct"].alias_of is None  # inconclusive beside "changed"
+    report = Report("A", "B", (Group("a", "b", {}, comparison),), 0.05, 1.0)
+    brief = render(report, "brief")
+    assert "diskstats.loop0.write_merges" in brief and "= disk.loop0.write_merges" in brief
+    assert "  disk.loop0.write_merges" not in brief
+    table = render(report, "table", RenderOptions(show_all=True))
+    assert "diskstats.loop0.write_merges (= disk.loop0.write_merges)" in table

@@ -161,10 +161,11 @@ def test_sequential_path_ends_where_the_decision_ended(store: dict[str, object])
 
 
 def test_moved_alone_but_not_after_the_correction_is_shown_apart(tmp_path: Path) -> None:
-    """Six blocks where 30 counters rise tenfold in every block: each paired test alone gives
-    p = 2/64, which Holm over the table cannot pass.  The page lists them apart (with p and p
-    adj) instead of leaving only "none after the correction"; a counter that did not move is
-    not among them."""
+    """Six blocks where 30 counters rise tenfold in every block while the KPI stays: each
+    paired test alone gives p = 2/64, and so does the joint correction (2 of the 64 joint
+    sign flips match), above the 0.2 x 0.05 the evidence gets while the KPI is undecided.
+    The page lists them apart (with p and p adj) instead of leaving only "none after the
+    correction"; a counter that did not move is not among them."""
     db = str(tmp_path / "alone.db")
     with open_store(db) as st:
         run_id = st.create_run("lab", meta={"kpis": [{"metric": "write.iops"}], "baseline": "a"})
@@ -178,8 +179,9 @@ def test_moved_alone_but_not_after_the_correction_is_shown_apart(tmp_path: Path)
     code, _, err = invoke(db, "report", str(run_id), "--html", str(page))
     assert code == 0, err
     html = page.read_text()
-    assert "none after the holm correction" in html
-    assert "on their own, too few samples to pass the correction" in html
+    assert "none after the correction." in html
+    assert "After Westfall–Young step-down max-T over all 64 joint sign flips" in html
+    assert "on their own, not after the correction for the table" in html
     listed = set(re.findall(r"<code>(moved\.c\d\d)</code>", html))
     assert len(listed) == 12 and "flat.counter" not in html.split("on their own")[1]
 

@@ -5,6 +5,7 @@ LKP fio-basic report implies (it loads with iolab's plan loader)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from click.testing import CliRunner, Result
 from iolab.cli.main import cli
 from iolab.errors import IolabError
 from iolab.ingest.comparisons import find_comparisons
+from iolab.model.comparison import RobotMail
 from iolab.plan import load_plan
-from iolab.reproduce.robot import fio_basic_plan, nr_jobs, robot_plans, to_bytes
+from iolab.reproduce.robot import fio_basic_plan, nr_jobs, robot_plans
 from store_backends import BACKENDS, location_for
 
 DATA = Path(__file__).parent / "data"
@@ -196,24 +198,34 @@ def test_fio_basic_plan_loads_with_the_robots_options(
     tmp_path: Path, name: str, index: int, jobs: int, engine: str, rw: str, kpi: str
 ) -> None:
     params, machine, metric = _fio_set(name, index)
-    plan = fio_basic_plan(params, machine=machine, metric=metric, commit="c0ffee", base="bad")
+    robot = RobotMail(commit="c0ffee1234", base="badbad1234", subject="fix", base_subject="base")
+    plan = fio_basic_plan(params, machine=machine, metric=metric, robot=robot)
     path = tmp_path / "plan.yaml"
     path.write_text(plan.text)
     loaded = load_plan(str(path))
     quick = load_plan(str(path), "quick")
-    (case,) = loaded.cases
+    # the robot's base and commit: two kernel variants by commit, their subjects beside them
+    base, commit = loaded.cases
+    assert (base.variant, base.kernel_commit) == ("base", "badbad1234")
+    assert (commit.variant, commit.kernel_commit) == ("commit", "c0ffee1234")
+    assert '# commit: c0ffee1234 ("fix")' in plan.text
+    assert [(c.variant, c.kernel_commit) for c in quick.cases] == [(None, None)]
+    case = base
     assert case.filesystem is not None and case.filesystem.type == "btrfs"
     job = case.workload.fio_text
     assert job is not None
-    test_size = to_bytes(params["test_size"])
-    per_job = min(test_size, 512 << 20) // jobs
+    # 128G/100G do not fit a loop image in RAM: the target's largest, the sizes scaled to it
+    size = int(re.search(r"^size=(\d+)M$", job, re.M).group(1)) << 20  # type: ignore[union-attr]
+    assert size * jobs <= case.target.size_bytes
     for option in (f"bs={params['bs']}", f"ioengine={engine}", f"rw={rw}", f"numjobs={jobs}",
-                   f"size={per_job}", "directory=", "iodepth=32", "direct=0"):  # fmt: skip
+                   "directory=", "iodepth=32", "direct=0"):  # fmt: skip
         assert option in job, (option, job)
     assert [k.metric for k in loaded.kpis] == [kpi]
-    assert quick.repeat == 3 and loaded.repeat == 5
-    assert any("scaled" in n for n in plan.notes)  # 128G/100G do not fit a 1G loop image
-    assert any("disk:" in n for n in plan.notes) and "# NOTE: test_size" in plan.text
+    assert quick.repeat == 3 and loaded.repeat == 10
+    assert any("SCALED" in n for n in plan.notes) and "SCALED" in plan.text
+    assert (
+        any("disk:" in n for n in plan.notes) and "# NOTE: not reproduced here: disk" in plan.text
+    )
     assert ("time_based" in job) == ("time_based" in params)
 
 
@@ -234,6 +246,9 @@ def test_fio_basic_plan_refuses_what_it_cannot_map() -> None:
     assert (
         small.notes == [] and "size=268435456" in small.text and "kpis: [read.iops]" in small.text
     )
+    assert nr_jobs("8t", None) == (8, "nr_task: 8t (tasks)")  # jobs/fio-basic/*-read.yaml
+    with pytest.raises(IolabError, match=r"expected a count \(8, 8t\) or a share"):
+        nr_jobs("eight", None)
 
 
 def test_robot_plans_one_per_fio_basic_parameter_set(tmp_path: Path) -> None:

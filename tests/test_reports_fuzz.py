@@ -119,12 +119,14 @@ def test_robot_parameters_give_a_plan_that_loads_or_one_error(
     """Whatever a mail's parameters say: one IolabError, or a plan iolab's loader accepts
     (with fio's own check of the job, `fio --parse-only`), never an injected fio option."""
     from iolab.errors import IolabError
+    from iolab.model.comparison import RobotMail
     from iolab.plan import load_plan
     from iolab.reproduce.robot import fio_basic_plan
 
     params = {"test_size": "1G", **params}
+    robot = RobotMail(commit=machine, base=machine, subject=machine, link=machine)
     try:
-        plan = fio_basic_plan(params, machine=machine, link=machine, commit=machine)
+        plan = fio_basic_plan(params, machine=machine, robot=robot)
     except IolabError as exc:
         event("refused by the mapping")
         assert "\n" not in str(exc)

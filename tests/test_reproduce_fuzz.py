@@ -144,7 +144,7 @@ def test_mangled_robot_mails(text: str) -> None:
         (line,) = exc.message.splitlines() or [""]
         assert line.startswith("prop"), line
         return
-    if not done.plan_text.startswith("# Plan from a 0-day/LKP"):
+    if not done.plan_text.startswith("# iolab reproduce: a plan drafted from a 0-day"):
         assert done.plan_text.startswith("# iolab reproduce: a plan drafted from prop")
         return
     lines = [x.strip() for x in text.replace("\r\n", "\n").split("\n")]

@@ -303,7 +303,7 @@ def test_loop_image_larger_than_free_space_is_refused_first(tmp_path: Path) -> N
 
 def test_bisect_job_file_from_the_tree_is_confined(tmp_path: Path) -> None:
     """A job file read from each commit's tree ({src}/...) is checked when it is read."""
-    from iolab.bisect.driver import bind
+    from iolab.bisect.commit_arms import bind
 
     plan = tmp_path / "plan.yaml"
     plan.write_text(

@@ -18,7 +18,7 @@ from iolab.store.location import StoreLocation
 if TYPE_CHECKING:
     from iolab.ab.loop import BlockReporter
     from iolab.ab.run import AbResult
-    from iolab.bisect.driver import Progress as BisectProgress
+    from iolab.bisect.session import Progress as BisectProgress
     from iolab.lab.runner import Reporter
     from iolab.model.history import History
     from iolab.model.regression import Regression
@@ -148,13 +148,14 @@ def bisect(
     """`iolab bisect PLAN --repo R --good G --bad B`: which commit changed the KPI — found,
     a range, no regression, or not known (docs/bisect.md) — as the report the command
     renders; `report.outcome.kind` is the result.  `build` is the build command's argv."""
-    from iolab.bisect import driver
+    from iolab.bisect import session as bisect_session
     from iolab.bisect.summary import conclude
     from iolab.plan import load_plan
     from iolab.store import open_store
 
-    request = driver.Request(
+    request = bisect_session.Request(
         plan=load_plan(plan_path),
+        mode="commits",
         repo=Path(repo),
         good=good,
         bad=bad,
@@ -164,12 +165,12 @@ def bisect(
         margin_pct=margin_pct,
         max_blocks=max_blocks,
         cache=Path(cache) if cache is not None else None,
-        search=search,
+        search="binary" if search == "binary" else "probabilistic",
     )
-    checked = driver.check(request, destroy_data=destroy_data)
+    checked = bisect_session.check(request, destroy_data=destroy_data)
     with open_store(db) as store:
-        setup = driver.start(store, checked)
-        outcome, status = driver.run(
+        setup = bisect_session.start(store, checked)
+        outcome, status = bisect_session.run(
             setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
         )
         return conclude(setup, outcome, status)
@@ -184,13 +185,13 @@ def resume_bisect(
     progress: BisectProgress | None = None,
 ) -> BisectReport:
     """`iolab bisect --resume RUN`: its stored blocks replayed, then measured on."""
-    from iolab.bisect import driver
+    from iolab.bisect import session as bisect_session
     from iolab.bisect.summary import conclude
     from iolab.store import open_store
 
     with open_store(db, must_exist=True) as store:
-        setup = driver.resume(store, run_id, destroy_data=destroy_data)
-        outcome, status = driver.run(
+        setup = bisect_session.resume(store, run_id, destroy_data=destroy_data)
+        outcome, status = bisect_session.run(
             setup, max_time_s=max_time_s, destroy_data=destroy_data, progress=progress
         )
         return conclude(setup, outcome, status)

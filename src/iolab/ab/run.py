@@ -18,6 +18,8 @@ from iolab.ab.contrasts import Contrast, all_decided, contrasts, replay
 from iolab.ab.loop import BlockReporter, run_blocks
 from iolab.analysis.build import Options, by_report, sequential_key, with_sequential
 from iolab.analysis.select import Selector
+from iolab.builds import kernel_commits
+from iolab.builds.kernel_commits import KernelCommits, with_releases
 from iolab.errors import IolabError, LabError, PlanError, SelectorError
 from iolab.history.registry import record_report
 from iolab.lab.runner import LabSession
@@ -78,8 +80,11 @@ def start(
     max_time_s: float | None = None,
     label: str | None = None,
     tags: Mapping[str, str] | None = None,
+    kernels: KernelCommits | None = None,
 ) -> AbSetup:
-    """Create the ab run of a checked plan (`check`) with its settings."""
+    """Create the ab run of a checked plan (`check`) with its settings; `kernels`: the
+    plan's kernel commits, built (`builds.kernel_commits.build_plan`), shipped to the store
+    for the hosts before any block is sent."""
     if checked.kind != "ab":
         raise ValueError(f"a plan checked for a {checked.kind} run, not for an A/B")
     plan = checked.plan
@@ -88,6 +93,10 @@ def start(
     items = contrasts(plan, alpha, margin_pct, budget, budget)
     run = lifecycle.start(store, checked, label=label, tags=tags)
     store.update_run_meta(run.run_id, settings.to_meta())
+    if kernels is not None:
+        store.update_run_meta(run.run_id, kernels.to_meta())
+        shipped = {sha: kernel_commits.publish(store, b) for sha, b in kernels.builds.items()}
+        kernel_commits.record(store, run.run_id, shipped)
     return AbSetup(run, settings, items, 1)
 
 
@@ -101,8 +110,18 @@ def resume(
     here: bool = True,
 ) -> AbSetup:
     """Reopen ab run `run_id`: its decisions rebuilt from its stored blocks, going on where
-    it stopped; `max_blocks` (if given) replaces its budget, counting all its blocks."""
-    run = lifecycle.reopen(store, run_id, kind="ab", destroy_data=destroy_data, here=here)
+    it stopped; `max_blocks` (if given) replaces its budget, counting all its blocks.  A run
+    over kernel commits keeps its builds: the plan file is read with their releases again."""
+    kernels = KernelCommits.from_meta(store.run(run_id))
+    run = lifecycle.reopen(
+        store,
+        run_id,
+        kind="ab",
+        destroy_data=destroy_data,
+        here=here,
+        template_sha256=None if kernels is None else kernels.template_sha256,
+        derive=None if kernels is None else (lambda t: with_releases(t, kernels.releases())),
+    )
     recorded = ab_settings(store.run(run_id))
     budget = max_blocks if max_blocks is not None else recorded.max_blocks
     settings = AbSettings(
@@ -172,6 +191,8 @@ def run(
         if not interrupted:  # a finished run's KPI regressions → the registry (docs/history.md)
             record_report(store, report, "ab", f"run:{run_.run_id}", run_id=run_.run_id)
     status = "interrupted" if interrupted else "finished"
+    if not interrupted and run_.store.run(run_.run_id).meta.get(kernel_commits.META):
+        kernel_commits.drop(store, run_.run_id)  # the builds stay in the cache
     return AbResult(run_.run_id, status, why, interrupted, states, report)
 
 

@@ -34,7 +34,13 @@ from iolab.stats.bins import histogram_percentiles, merge_histograms
 from iolab.stats.comparison import compare
 from iolab.stats.histogram import HistogramInput
 from iolab.stats.hosts import HostStrata
-from iolab.stats.types import Correction, MetricComparison, MetricInput, SequentialState
+from iolab.stats.types import (
+    Comparison,
+    Correction,
+    MetricComparison,
+    MetricInput,
+    SequentialState,
+)
 from iolab.store.reader import StoreReader
 
 LATENCY_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
@@ -279,19 +285,22 @@ def _wanted(name: str, globs: Sequence[str]) -> bool:
 
 def _columns(
     samples: Sequence[Sample], paired: bool
-) -> dict[str, tuple[list[float], list[str | int] | None]]:
+) -> dict[str, tuple[list[float], list[str | int] | None, list[str | int]]]:
     """Every metric's finite values, in sample order, with their block ids when paired (-1
-    for a sample without one) — one pass over the samples for the whole table."""
+    for a sample without one) and the sample each comes from (its place in `samples`: the
+    joint correction keeps a sample's metrics together) — one pass for the whole table."""
     vals: dict[str, list[float]] = {}
     blocks: dict[str, list[str | int]] = {}
-    for s in samples:
+    ids: dict[str, list[str | int]] = {}
+    for n, s in enumerate(samples):
         block = s.block if s.block is not None else -1
         for name, v in s.metrics.items():
             if v is None or not math.isfinite(v):
                 continue
             vals.setdefault(name, []).append(float(v))
             blocks.setdefault(name, []).append(block)
-    return {name: (v, blocks[name] if paired else None) for name, v in vals.items()}
+            ids.setdefault(name, []).append(n)
+    return {name: (v, blocks[name] if paired else None, ids[name]) for name, v in vals.items()}
 
 
 def _is_latency(name: str) -> bool:
@@ -320,8 +329,8 @@ def _group(
             continue
         if name not in columns_a or name not in columns_b:
             continue  # no finite value on one side
-        a, blocks_a = columns_a[name]
-        b, blocks_b = columns_b[name]
+        a, blocks_a, ids_a = columns_a[name]
+        b, blocks_b, ids_b = columns_b[name]
         if name not in kpis and len({*a, *b}) == 1:
             identical += 1  # the same constant on both sides: no information
             continue
@@ -334,6 +343,8 @@ def _group(
                 direction=kpis.get(name),
                 blocks_a=blocks_a,
                 blocks_b=blocks_b,
+                ids_a=ids_a,
+                ids_b=ids_b,
             )
         )
     histograms: list[HistogramInput] = []
@@ -375,6 +386,7 @@ def _group(
                 f"{identical} metric(s) with one identical value on both sides left out",
             ),
         )
+    comparison = one_device_once(comparison)
     by_name = {m.name: m for m in comparison.metrics}
     latency = tuple(
         _latency(name, ra, rb, by_name)
@@ -395,6 +407,44 @@ def _group(
         paired_blocks=paired_blocks,
         hosts=hosts,
     )
+
+
+# fio's own read of a device's counters (disk_util, over fio's run) → the diskstats
+# monitor's name for the same counter (over the whole sample)
+_FIO_DISK_TWINS = {
+    "read_ios": "read_ios",
+    "write_ios": "write_ios",
+    "read_merges": "read_merges",
+    "write_merges": "write_merges",
+    "read_ticks": "read_ms",
+    "write_ticks": "write_ms",
+    "in_queue": "weighted_ms",
+    "util_pct": "util_pct",
+}
+
+
+def one_device_once(comparison: Comparison) -> Comparison:
+    """One device read by two monitors shows once: fio's `disk.DEV.X` row is named on the
+    diskstats monitor's row for the same counter (`diskstats.DEV.Y`) when both reached the
+    same verdict.  The two are not equal numbers — fio counts over its run, the monitor
+    over the whole sample — so both stay in the correction (the joint correction charges
+    almost nothing for such a pair); only the report says it once."""
+    by_name = {m.name: i for i, m in enumerate(comparison.metrics)}
+    metrics = list(comparison.metrics)
+    for i, m in enumerate(comparison.metrics):
+        parts = m.name.split(".")
+        if m.kpi or m.alias_of is not None or len(parts) != 3 or parts[0] != "disk":
+            continue
+        twin = by_name.get(f"diskstats.{parts[1]}.{_FIO_DISK_TWINS.get(parts[2], '')}")
+        if twin is None or metrics[twin].verdict != m.verdict or metrics[twin].alias_of:
+            continue
+        names = (m.name, *m.aliases)
+        metrics[twin] = replace(metrics[twin], aliases=(*metrics[twin].aliases, *names))
+        metrics[i] = replace(m, alias_of=metrics[twin].name)
+        for j, other in enumerate(metrics):
+            if other.alias_of == m.name:
+                metrics[j] = replace(other, alias_of=metrics[twin].name)
+    return replace(comparison, metrics=tuple(metrics))
 
 
 def _host_strata(

@@ -1,6 +1,6 @@
 """The bisection as a pure state machine: it says what to measure, takes the measured
-values, and ends with a typed `Outcome`.  The lab driver (`iolab.bisect.driver`) and the
-simulation (`bench/sim_bisect.py`) run this same code.
+values, and ends with a typed `Outcome`.  Every bisect's session (`iolab.bisect.session`) and
+the simulation (`bench/sim_bisect.py`) run this same code.
 
 Order: (1) the ends — good against bad in two-arm randomized blocks with the ab test
 (`SequentialDecision`, at alpha); anything but "regression" ends here, never with a culprit;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 import click
 from rich.console import Console
@@ -26,7 +27,7 @@ from iolab.cli.options import (
 )
 from iolab.cli.progress import AbReporter
 from iolab.cli.render import FORMAT_NAMES, emit
-from iolab.errors import EXIT_INTERRUPTED
+from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.plan import load_plan
 from iolab.report import ci_exit_code
 from iolab.runs.meta import DEFAULT_MAX_BLOCKS
@@ -40,6 +41,8 @@ _RUN_OPTIONS = {
     "alpha": "--alpha",
     "label": "--label",
     "tags": "--tag",
+    "kernel_repo": "--kernel-repo",
+    "kernel_build": "--kernel-build",
 }
 
 
@@ -105,6 +108,19 @@ _RUN_OPTIONS = {
 )
 @ci_option
 @fleet_options
+@click.option(
+    "--kernel-repo",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Build the plan's `kernel: {commit: SHA}` variants from this git repository, ship "
+    "them through the store and boot them on the --fleet (with --kernel-build; docs/kernels.md).",
+)
+@click.option(
+    "--kernel-build",
+    default=None,
+    metavar="CMD",
+    help="The kernel build hook, as for `iolab bisect --kernel-repo` (the same build cache).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.pass_context
 def command(
@@ -127,6 +143,8 @@ def command(
     fleet: str | None,
     hosts: int,
     broker: str | None,
+    kernel_repo: str | None,
+    kernel_build: str | None,
     quiet: bool,
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
@@ -140,12 +158,14 @@ def command(
     profile = profile_of(quick, profile)
     max_time_s = parse_duration(max_time) if max_time is not None else None
     tag_map = parse_tags(tags)
-    checked = None
-    if plan_path is not None:
-        checked = ab.run.check(
-            load_plan(plan_path, profile), destroy_data=destroy_data, here=fleet is None
-        )
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
+    checked = kernels = None
+    if plan_path is not None:
+        plan = load_plan(plan_path, profile)
+        if kernel_repo is not None or kernel_build is not None:
+            check_fleet_store(ctx, fleet)  # before any build
+            plan, kernels = _built_kernels(plan, kernel_repo, kernel_build, fleet, console, quiet)
+        checked = ab.run.check(plan, destroy_data=destroy_data, here=fleet is None)
     check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
         source = fleet_source(store, fleet, hosts, broker)
@@ -159,6 +179,7 @@ def command(
                 max_time_s=max_time_s,
                 label=label,
                 tags=tag_map,
+                kernels=kernels,
             )
             opening = f"ab run {setup.run.run_id}"
         else:
@@ -213,6 +234,30 @@ def command(
         click.echo(f"HTML report: {html_path}", err=True)
     if ci and (code := ci_exit_code(result.report)):
         sys.exit(code)
+
+
+def _built_kernels(
+    plan: Any, repo: str | None, hook: str | None, fleet: str | None, console: Console, quiet: bool
+) -> tuple[Any, Any]:
+    """The plan's kernel commits built here (the bisect's builder, cache and checks)."""
+    from pathlib import Path
+
+    from iolab.builds import builder, kernel_commits
+
+    if repo is None or not hook:
+        raise IolabError("give --kernel-repo DIR and --kernel-build CMD together")
+    if fleet is None:
+        raise IolabError("kernels built from commits boot on a fleet: give --fleet CLASS")
+
+    def say(sha: str, built: Any) -> None:
+        if not quiet:
+            how = "cached" if built.cached else "built"
+            text = f"{sha[:12]} {how}: kernel {built.release}" if built.ok else ""
+            console.print(text or f"{sha[:12]} does not build: {built.reason}", markup=False)
+
+    argv = builder.command(hook, "--kernel-build")
+    cache = builder.default_cache() / "kernels"
+    return kernel_commits.build_plan(plan, Path(repo), argv, cache, say)
 
 
 def _write_html(ctx: click.Context, run_id: int, alpha: float, margin: float, path: str) -> None:

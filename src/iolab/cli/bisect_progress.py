@@ -1,17 +1,17 @@
 """`iolab bisect`'s progress lines on stderr.  Apart from cli/bisect_cmd.py because it
-subclasses the driver's `Progress`, and the driver loads numpy and SQLAlchemy, which
+subclasses the session's `Progress`, and the session loads numpy and SQLAlchemy, which
 `iolab bisect --help` must not (the command imports this module when it runs)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
-from iolab.bisect import driver
-from iolab.bisect.target import Prepared
+from iolab.bisect.session import Progress, Session
+from iolab.builds.builder import BuildRecord
 from iolab.model.bisect import Measure
 
 
-class ConsoleProgress(driver.Progress):
+class ConsoleProgress(Progress):
     def __init__(self, console: Console, quiet: bool) -> None:
         self.console, self.quiet = console, quiet
 
@@ -19,19 +19,31 @@ class ConsoleProgress(driver.Progress):
         if not self.quiet:
             self.console.print(text, highlight=False, markup=False)
 
-    def building(self, sha: str) -> None:
-        self.say(f"preparing {sha[:12]}")
-
-    def built(self, done: Prepared) -> None:
-        if not done.ok:
-            self.say(f"{done.sha[:12]} is unbuildable: {done.reason}")
-
-    def block(self, block: int, measure: Measure, setup: driver.Setup) -> None:
-        shas = " ".join(setup.sha(i)[:12] for i in measure.arms)
-        self.say(f"block {block} · {measure.phase} · {shas}")
-
-    def step(self, setup: driver.Setup) -> None:
-        s = setup.engine.records[-1]
+    def opened(self, session: Session) -> None:
+        s = session.settings
+        what = {"commits": "commits", "releases": "kernels", "kernel-commits": "kernel commits"}
         self.say(
-            f"step {s.step}: {setup.sha(s.index)[:12]} graded {s.verdict} after {s.blocks} blocks"
+            f"bisect run {session.run_id}: {len(s.arms) - 1} candidate {what[s.mode]}, "
+            f"KPI {s.kpi}, seed {session.seed}"
+            + (f", on fleet {s.fleet}" if s.fleet else "")
+            + (f" (blocks 1-{session.replayed} replayed)" if session.replayed else "")
         )
+
+    def building(self, session: Session, name: str) -> None:
+        self.say(f"preparing {session.label(name)}")
+
+    def built(self, session: Session, name: str, build: BuildRecord) -> None:
+        if not build.ok:
+            self.say(f"{session.label(name)} is unbuildable: {build.reason}")
+        elif build.release is not None:
+            how = "cached" if build.cached else "built"
+            self.say(f"{session.label(name)} {how}: kernel {build.release}")
+
+    def block(self, session: Session, block: int, measure: Measure) -> None:
+        names = " ".join(session.label(session.name(i)) for i in measure.arms)
+        self.say(f"block {block} · {measure.phase} · {names}")
+
+    def step(self, session: Session) -> None:
+        s = session.engine.records[-1]
+        name = session.label(session.name(s.index))
+        self.say(f"step {s.step}: {name} graded {s.verdict} after {s.blocks} blocks")

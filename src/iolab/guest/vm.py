@@ -1,6 +1,7 @@
 """Start QEMU for a guest and always stop it: the argv, the process, the forwarded ports.
 
-TCG only (this kind of machine has no KVM; a KVM host gets `-accel kvm` by $IOLAB_GUEST_ACCEL).
+The accelerator is KVM where a probe shows KVM really runs a guest, else TCG (`guest.accel`;
+`$IOLAB_GUEST_ACCEL` overrides it).
 The network is QEMU's user network with `restrict=on`: the guest can reach nothing but the
 ports forwarded to it, each `guestfwd=tcp:10.0.2.100:PORT-cmd:socat - TCP:127.0.0.1:PORT`
 (a new socat per connection, so successive connections work; a `-tcp:` chardev would carry
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolab.errors import LabError
+from iolab.guest.accel import accelerator, cpu_model
 
 GUEST_GATEWAY = "10.0.2.100"  # where forwarded services appear inside the guest
 _PR_SET_PDEATHSIG = 1
@@ -48,7 +50,7 @@ class VmSpec:
     extra: tuple[str, ...] = field(default=())
 
     def argv(self) -> list[str]:
-        accel = os.environ.get("IOLAB_GUEST_ACCEL", "tcg")
+        accel = accelerator()
         net = "user,id=net0,restrict=on"
         for port in self.forwards:
             net += f",guestfwd=tcp:{GUEST_GATEWAY}:{port}-cmd:socat - TCP:127.0.0.1:{port}"
@@ -59,7 +61,7 @@ class VmSpec:
             "-machine",
             f"pc,accel={accel}",
             "-cpu",
-            "max",
+            cpu_model(accel),
             "-smp",
             "1",
             "-m",

@@ -128,7 +128,8 @@ def parse_text(text: str, source: str) -> list[Result]:
             result.caption = mail.caption_for(lines, start)
     raw = text.splitlines() if lines is not None else []
     depths = [mail.quote_depth(raw[start]) if start < len(raw) else 0 for start, _ in found]
-    return [result for _, result in quotes.merge_copies(found, depths)]  # quoted copies: once
+    merged = quotes.merge_copies(found, depths)  # quoted copies: once
+    return [result for _, result in quotes.merge_partial(merged, raw)]  # partial re-pastes too
 
 
 def parse_source(path: str) -> list[Result]:

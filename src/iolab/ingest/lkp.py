@@ -79,9 +79,9 @@ def find(lines: list[str], source: str, headers: dict[str, str] | None = None) -
     tables: list[Comparison] = []
     dims: dict[str, str] = {}
     for i, line in enumerate(lines):
-        m = _DIMENSIONS.match(line)
-        if m:
-            dims = _dimensions(lines, i, m.group(1))
+        if _DIMENSIONS.match(line):
+            header = dimension_header(lines, i)
+            dims = header[1] if header is not None else {}
             continue
         if not _DASHES.match(line) or i == 0:
             continue
@@ -193,16 +193,51 @@ def _cells(rows: list[Row], stddev_layout: bool) -> None:
             r.cell, r.metric = r.metric, metric
 
 
-def _dimensions(lines: list[str], i: int, header: str) -> dict[str, str]:
+def dimension_header(
+    lines: list[str], i: int, end: int | None = None
+) -> tuple[int, dict[str, str]] | None:
+    """LKP's dimension header at `lines[i]` (`bs/compiler/…/testcase:`) and its values line
+    below it (blank lines between allowed, before `end`): (values line index, name → value);
+    None when `lines[i]` is not one or the values do not match the names.  The one reader of
+    the header: ingest reads a table's cell with it, reproduce the lines a plan came from."""
+    m = _DIMENSIONS.match(lines[i])
+    if m is None:
+        return None
+    end = len(lines) if end is None else end
     j = i + 1
-    while j < len(lines) and not lines[j].strip():
+    while j < end and not lines[j].strip():
         j += 1
-    if j >= len(lines):
-        return {}
-    names, values = header.split("/"), lines[j].strip().split("/")
+    if j >= end:
+        return None
+    names, values = m.group(1).split("/"), lines[j].strip().split("/")
     if len(names) != len(values):
-        return {}
-    return dict(zip(names, values, strict=True))
+        return None
+    return j, dict(zip(names, values, strict=True))
+
+
+def parameters_head(line: str) -> bool:
+    """The `parameters:` line the robot's parameter block starts with."""
+    return _PARAMS.match(line) is not None
+
+
+def parameter_lines(
+    lines: list[str], start: int, end: int | None = None
+) -> list[tuple[int, str, str]]:
+    """The robot's `key: value` parameter lines from `start` (after `parameters:`): (line
+    index, key, value), up to the first blank line after one or a line of another shape
+    (the robot indents them; web archives strip the indent)."""
+    out: list[tuple[int, str, str]] = []
+    stop = min(start + 40, len(lines) if end is None else end)
+    for i in range(start, stop):
+        if not lines[i].strip():
+            if out:
+                break
+            continue
+        m = _PARAM.match(lines[i])
+        if not m:
+            break
+        out.append((i, m.group(1), m.group(2)))
+    return out
 
 
 def _joined(lines: list[str], i: int) -> str:
@@ -242,8 +277,8 @@ def _robot(lines: list[str], headers: dict[str, str]) -> RobotMail | None:
         m = _FACT.match(line)
         if m:
             _fact(mail, lines, i, m.group(1), m.group(2))
-        if _PARAMS.match(line) and not mail.parameters:
-            mail.parameters = _params(lines, i + 1)
+        if parameters_head(line) and not mail.parameters:
+            mail.parameters = {key: value for _, key, value in parameter_lines(lines, i + 1)}
         m = _LINK.match(line)
         if m and mail.link is None:
             url = m.group(1)
@@ -307,20 +342,6 @@ def _subject_headline(subject: str) -> Headline | None:
     if m and change is not None:
         return Headline(m.group(2), change, "change")
     return None
-
-
-def _params(lines: list[str], start: int) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for line in lines[start : start + 40]:
-        if not line.strip():
-            if params:
-                break
-            continue
-        m = _PARAM.match(line)
-        if not m:  # (indented by the robot; web archives strip the indent)
-            break
-        params[m.group(1)] = m.group(2)
-    return params
 
 
 def _impact(lines: list[str], i: int, m: re.Match[str]) -> Headline:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from iolab.ingest import mail
 from iolab.model.result import Result
 
 # The figures that identify a run: rates, bytes moved and run times of each direction.
@@ -53,3 +54,48 @@ def merge_copies(found: list[tuple[int, Result]], depths: list[int]) -> list[tup
         kept.quote_levels = levels
         out[place] = (kept_start, kept)
     return out
+
+
+def merge_partial(found: list[tuple[int, Result]], raw: list[str]) -> list[tuple[int, Result]]:
+    """`found` (after merge_copies) with partial re-pastes folded into the fuller result: a
+    result whose quoted lines (its start to the end of its quote level) all stand, in order
+    and together, in the lines of another result of the same tool at another quote depth —
+    someone quoted the first lines of a run and then pasted it whole (or the other way)."""
+    if len(found) < 2 or not raw:
+        return found
+    blocks = [_block(raw, start) for start, _ in found]
+    dropped: set[int] = set()
+    for i, (start, result) in enumerate(found):
+        for j, (other_start, other) in enumerate(found):
+            if i == j or j in dropped or other.tool != result.tool:
+                continue
+            depth, other_depth = mail.quote_depth(raw[start]), mail.quote_depth(raw[other_start])
+            small, big = blocks[i], blocks[j]
+            if depth == other_depth or not small or len(small) >= len(big):
+                continue
+            if _contains(big, small):
+                dropped.add(i)
+                levels = other.quote_levels or [other_depth]
+                other.quote_levels = [depth, *levels] if start < other_start else [*levels, depth]
+                if other.caption is None:
+                    other.caption = result.caption
+                break
+    return [item for k, item in enumerate(found) if k not in dropped]
+
+
+def _block(raw: list[str], start: int) -> list[str]:
+    """The result's lines from `start` while the quote depth stays, quote marks removed."""
+    depth = mail.quote_depth(raw[start])
+    out: list[str] = []
+    for line in raw[start:]:
+        if mail.quote_depth(line) != depth:
+            break
+        text = mail.unquote([line])[0].strip()
+        if text:
+            out.append(" ".join(text.split()))
+    return out
+
+
+def _contains(big: list[str], small: list[str]) -> bool:
+    n = len(small)
+    return any(big[k : k + n] == small for k in range(len(big) - n + 1))

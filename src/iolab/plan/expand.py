@@ -473,7 +473,7 @@ class _Builder:
             spec = replace(spec, count=needed)
         cpus_node = present(entries, "cpus")
         timeout_node = present(entries, "timeout")
-        kernel, cmdline = read_kernel(present(entries, "kernel"))
+        kernel, cmdline, commit = read_kernel(present(entries, "kernel"))
         cmdline += read_cmdline(present(entries, "cmdline"))
         key_parts = ([variant] if variant else []) + [f"{k}={v.value}" for k, v in cell.items()]
         return Case(
@@ -495,6 +495,7 @@ class _Builder:
             md=knobs.md,
             kernel=kernel,
             kernel_cmdline=cmdline,
+            kernel_commit=commit,
         )
 
     def _check_fio(self, workload: WorkloadSpec, node: Node) -> None:

@@ -213,6 +213,9 @@ class Case:
     # runs.  A case naming either runs only where kernels can be booted (docs/kernels.md).
     kernel: str | None = None
     kernel_cmdline: tuple[str, ...] = ()
+    # `kernel: {commit: SHA}`: the kernel is built from this commit of the kernel repository
+    # given to `--kernel-repo` (then `kernel` is None until it is built and named)
+    kernel_commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -246,7 +249,22 @@ class Plan:
     def switches_kernels(self) -> bool:
         """Some case names a kernel or command line additions: it runs only where a worker
         can boot them (a fleet host or a guest)."""
-        return any(c.kernel is not None or c.kernel_cmdline for c in self.cases)
+        return any(c.kernel is not None or c.kernel_cmdline or c.kernel_commit for c in self.cases)
+
+    def kernel_commits(self) -> tuple[str, ...]:
+        """The commits its cases' kernels are built from (`kernel: {commit: SHA}`), in order."""
+        return tuple(dict.fromkeys(c.kernel_commit for c in self.cases if c.kernel_commit))
+
+    def needs_kernel_repo(self) -> str | None:
+        """Why this plan cannot run without a kernel repository to build from, or None."""
+        commits = self.kernel_commits()
+        if not commits:
+            return None
+        shown = ", ".join(c[:12] for c in commits)
+        return (
+            f"the plan's cases name kernels by commit ({shown}); they are built from a kernel "
+            "repository: give --kernel-repo DIR"
+        )
 
     def requirements(self) -> frozenset[str]:
         """What the plan needs of a host: the stated names and those its targets imply
@@ -281,6 +299,7 @@ class Plan:
         if not self.switches_kernels:
             return None
         kernels = sorted({c.kernel for c in self.cases if c.kernel is not None})
+        kernels += [f"commit {c[:12]}" for c in self.kernel_commits()]
         what = f"kernels ({', '.join(kernels)})" if kernels else "kernel command lines"
         return (
             f"the plan's cases name {what}; they run on a fleet whose hosts run `iolab worker` "

@@ -463,7 +463,7 @@ def read_workload(
             for key, value in fio_overrides.items()
         }
     if kind == "fio_file" and _commit_path(body):
-        # read per commit by `iolab bisect` (bisect.driver.bind), which applies `options`
+        # read per commit by `iolab bisect` (bisect.commit_arms.bind), which applies `options`
         # with apply_overrides as below; the overrides alone are confined here already
         path = placeholders.substitute(str(body.value), ctx.values, ctx.used)
         needed = _check_placeholders(body, [path], ctx)
@@ -697,26 +697,44 @@ _RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,99}")
 _REQUIREMENT = re.compile(r"[a-z][a-z0-9-]{0,39}")
 
 
-def read_kernel(node: Node | None) -> tuple[str | None, tuple[str, ...]]:
-    """`kernel: 6.1.0-47-cloud-amd64` or `kernel: {release: R, cmdline: "a=1 b"}` → (release,
-    cmdline words); (None, ()) when the case runs on whatever kernel the host has."""
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def read_kernel(node: Node | None) -> tuple[str | None, tuple[str, ...], str | None]:
+    """`kernel: 6.1.0-47-cloud-amd64`, `kernel: {release: R, cmdline: "a=1 b"}` or `kernel:
+    {commit: SHA}` (a commit of the kernel repository given to `--kernel-repo`, built for the
+    case) → (release, cmdline words, commit); (None, (), None) when the case runs on whatever
+    kernel the host has."""
     if node is None or node.value is None:
-        return None, ()
+        return None, (), None
     cmdline: tuple[str, ...] = ()
     release_node = node
     if node.is_map:
-        entries = check_keys(node, ("release", "cmdline"), "a release or {release, cmdline}")
+        entries = check_keys(
+            node, ("release", "commit", "cmdline"), "a release, {release, cmdline} or {commit}"
+        )
         found = present(entries, "release")
-        if found is None:
-            node.fail("needs release: (the kernel as `uname -r` prints it)")
-        release_node = found
+        commit_node = present(entries, "commit")
         cmd_node = present(entries, "cmdline")
         if cmd_node is not None:
             cmdline = read_cmdline(cmd_node)
+        if found is not None and commit_node is not None:
+            commit_node.fail("give release: (a built kernel) or commit: (one to build), not both")
+        if commit_node is not None:
+            commit = read_str(commit_node, "a commit of the kernel repository (hex sha)")
+            if not _COMMIT.fullmatch(commit):
+                commit_node.fail(f"{commit!r} is not a commit sha (7 to 40 lower-case hex digits)")
+            return None, cmdline, commit
+        if found is None:
+            node.fail(
+                "needs release: (the kernel as `uname -r` prints it) or commit: (a sha of the "
+                "kernel repository)"
+            )
+        release_node = found
     release = read_str(release_node, "a kernel release as `uname -r` prints it")
     if not _RELEASE.fullmatch(release):
         release_node.fail(f"{release!r} is not a kernel release like 6.1.0-47-cloud-amd64")
-    return release, cmdline
+    return release, cmdline, None
 
 
 _CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.,:/=+@%-]+")

@@ -2,9 +2,11 @@
 
 Per comparison: one line per KPI with its change, interval and verdict (the sequential one
 after `iolab ab`: the blocks it took, or "not known yet — N more blocks"), then only the
-evidence that moved significantly after the table's correction (secondary metrics and
-histograms, medians per sample A → B), at most `EVIDENCE_LINES` of them, and how many did
-not move.  Everything else is in `--format table` / `iolab compare RUN --all`.
+evidence that moved significantly after the table's joint correction, named (secondary
+metrics and histograms, medians per sample A → B), at most `EVIDENCE_LINES` of them — kernel
+evidence first, at most `PER_SOURCE` per source before any source gets more, the largest
+changes first — and how many did not move.  Everything else is in `--format table` /
+`iolab compare RUN --all`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 import math
 
 from iolab.report import fmt
-from iolab.report.model import Group, Report, is_evidence
+from iolab.report.model import Group, Report, is_evidence, procedure, shown_secondary
 from iolab.report.options import RenderOptions
 from iolab.stats.types import HistogramShift, MetricComparison, SequentialState
 from iolab.textsafe import shown
 
-EVIDENCE_LINES = 8
+EVIDENCE_LINES = 10
+PER_SOURCE = 4  # lines per source (jbd2, hist, vmstat, diskstats, ...) before the others'
 # kernel evidence first: it is the "why" beside the number
 _FIRST = ("jbd2.", "hist.", "vmstat.", "diskstats.")
 
@@ -47,6 +50,8 @@ def _moved_metric(m: MetricComparison, with_interval: bool = True) -> tuple[str,
         bounded = with_interval and m.ci_low_pct is not None and m.ci_high_pct is not None
         interval = f" {fmt.ci(m.ci_low_pct, m.ci_high_pct)}" if bounded else ""
         values += f"   ({fmt.pct(m.change_pct)}{interval})"
+    if m.aliases:
+        values += f"   = {', '.join(m.aliases)}"
     return m.name, values
 
 
@@ -82,36 +87,69 @@ def _aligned(rows: list[tuple[str, str]]) -> list[str]:
     return [f"  {name:<{width}}  {text}" for name, text in rows]
 
 
+def _source(name: str) -> str:
+    """What measured a metric: its name up to the first dot (jbd2, hist, diskstats, write)."""
+    return name.split(".", 1)[0]
+
+
+def _selected(moved: list[tuple[str, str, float]]) -> list[tuple[str, str]]:
+    """At most EVIDENCE_LINES of the moved lines (name, text, size): sources in `_rank`
+    order, the largest change first within a source, and at most PER_SOURCE of one source
+    until every source had its turn."""
+    moved = sorted(moved, key=lambda item: (_rank(item[0])[0], _source(item[0]), -item[2]))
+    first: list[tuple[str, str, float]] = []
+    later: list[tuple[str, str, float]] = []
+    taken: dict[str, int] = {}
+    for item in moved:
+        n = taken.get(_source(item[0]), 0)
+        (first if n < PER_SOURCE else later).append(item)
+        taken[_source(item[0])] = n + 1
+    chosen = (first + later)[:EVIDENCE_LINES]
+    chosen.sort(key=lambda item: moved.index(item))
+    return [(name, text) for name, text, _ in chosen]
+
+
+def _size(m: MetricComparison) -> float:
+    return -_largest_first(m)[1]
+
+
 def _group_lines(group: Group, alpha: float) -> list[str]:
     states = {s.name: s for s in group.sequential}
     comp = group.comparison
     lines = [_kpi_line(group, m, states.get(m.name)) for m in comp.kpis]
-    moved = [_moved_metric(m) for m in comp.metrics if is_evidence(m)]
-    moved += [_moved_shift(s) for s in comp.histogram_shifts if s.verdict == "changed"]
-    moved.sort(key=lambda item: _rank(item[0]))
+    secondary = shown_secondary(comp)
+    shifted = [s for s in comp.histogram_shifts if s.verdict == "changed"]
+    # a moved histogram's line already says its mean: its .mean/.count rows would repeat it
+    said = tuple(f"{s.name}." for s in shifted)
+    evidence = [m for m in secondary if is_evidence(m)]
+    moved = [(*_moved_shift(s), math.inf) for s in shifted]
+    moved += [(*_moved_metric(m), _size(m)) for m in evidence if not m.name.startswith(said)]
     # significant alone but not after the table's correction: with few samples (an `ab` that
     # decided after a handful of blocks) even a counter that fell 1,000-fold lands here, so
     # it is counted apart and not said "not to move"
     before_correction = [
-        m
-        for m in comp.secondary
-        if not is_evidence(m) and m.p_value is not None and m.p_value <= alpha
+        m for m in secondary if not is_evidence(m) and m.p_value is not None and m.p_value <= alpha
     ]
-    quiet = len(comp.secondary) + len(comp.histogram_shifts) - len(moved)
+    quiet = len(secondary) + len(comp.histogram_shifts) - len(evidence) - len(shifted)
     quiet -= len(before_correction)
+    joint = "after the joint correction" if comp.procedure.startswith("Westfall") else ""
     if moved:
-        lines.append(f"what moved (median per sample, {group.a_name} → {group.b_name}):")
-        lines += _aligned(moved[:EVIDENCE_LINES])
+        lines.append(
+            f"what moved{' ' + joint if joint else ''} "
+            f"(median per sample, {group.a_name} → {group.b_name}):"
+        )
+        lines += _aligned(_selected(moved))
         if len(moved) > EVIDENCE_LINES:
             lines.append(f"  … and {len(moved) - EVIDENCE_LINES} more that moved")
     else:
         lines.append("no secondary metric or histogram moved significantly")
+    lines.append(f"  (corrected by {procedure(comp)})")
     if before_correction:
         before_correction.sort(key=_largest_first)
         room = max(3, EVIDENCE_LINES - len(moved))
         lines.append(
-            f"at p ≤ {alpha:g} on their own, too few samples to pass the correction for the "
-            f"table's tests ({group.a_name} → {group.b_name}):"
+            f"at p ≤ {alpha:g} on their own, not after the correction for the table's tests "
+            f"({group.a_name} → {group.b_name}):"
         )
         lines += _aligned([_moved_metric(m, False) for m in before_correction[:room]])
         if len(before_correction) > room:

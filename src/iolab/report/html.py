@@ -15,7 +15,7 @@ from typing import Any
 
 from iolab.report import fmt, plots
 from iolab.report.html_model import GroupDetail, HtmlReport
-from iolab.report.model import Group, is_evidence
+from iolab.report.model import Group, is_evidence, procedure, shown_secondary
 from iolab.stats.types import MetricComparison
 
 VERDICT_CLASS = {
@@ -61,6 +61,7 @@ class GroupView:
     shift_figures: tuple[Figure, ...]
     steady_shifts: tuple[str, ...]
     warnings: tuple[str, ...]
+    procedure: str = ""  # the correction the evidence passed, named
 
 
 @cache
@@ -192,7 +193,7 @@ def _group_view(
                 f"{trace.metric}: sequential test, {trace.verdict} ({stop})",
             )
         )
-    secondary = [m for m in c.secondary if not m.name.endswith(tuple(_LATENCY_SUFFIXES))]
+    secondary = [m for m in shown_secondary(c) if not m.name.endswith(tuple(_LATENCY_SUFFIXES))]
     evidence = tuple(m for m in secondary if is_evidence(m))
     steady = tuple(m for m in secondary if not is_evidence(m)) if show_all else ()
     # significant alone but not after the correction (an `ab` that decided after a handful of
@@ -238,6 +239,7 @@ def _group_view(
         shift_figures=shift_figures,
         steady_shifts=steady_shifts,
         warnings=tuple(dict.fromkeys((*c.warnings, *kpi_warnings))),
+        procedure=procedure(c),
     )
 
 
@@ -266,7 +268,7 @@ def render(report: HtmlReport, show_all: bool = False) -> str:
     r = report.report
     settings = f"alpha {fmt.sig(r.alpha, 3)}, no-change margin ±{fmt.sig(r.margin_pct, 3)}%"
     if r.groups:
-        settings += f", {r.groups[0].comparison.correction} correction for secondary metrics"
+        settings += f"; secondary metrics corrected by {procedure(r.groups[0].comparison)}"
     if r.sequential:
         settings += "; KPI verdicts from the sequential test (anytime-valid)"
     return render_page(

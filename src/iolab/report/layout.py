@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from iolab.report import fmt
-from iolab.report.model import Group, Report, is_evidence, is_mechanism
+from iolab.report.model import (
+    Group,
+    Report,
+    is_evidence,
+    is_mechanism,
+    procedure,
+    shown_name,
+    shown_secondary,
+)
 from iolab.stats.types import HistogramBucket, HistogramShift, MetricComparison
 from iolab.textsafe import shown
 
@@ -47,12 +55,11 @@ def describe(report: Report) -> list[str]:
         counts = sorted(b for b in blocks if b is not None)
         shown = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
         how = f"paired by block ({shown} blocks; Wilcoxon signed-rank on log ratios)"
-    correction = report.groups[0].comparison.correction if report.groups else "holm"
-    fam = "Holm" if correction == "holm" else "Benjamini–Hochberg"
+    fam = procedure(report.groups[0].comparison) if report.groups else "Holm"
     adjusted = "p adj: adjusted for the table's tests"
     lines = [
         head,
-        f"{how} · α {report.alpha:g} · no-change margin ±{report.margin_pct:g}% · "
+        f"{how} · α {report.alpha:g} · no-change margin ±{report.margin_pct:g}%",
         f"multiplicity: {fam} ({adjusted})",
     ]
     if report.sequential:
@@ -134,7 +141,7 @@ def _kpi_overview(report: Report) -> Block:
 def _metric_rows(metrics: list[MetricComparison]) -> list[list[str]]:
     return [
         [
-            m.name,
+            f"{m.name} (+{len(m.aliases)})" if m.aliases else m.name,
             f"{fmt.value(m.a.median, m.unit)} ({m.a.n})",
             f"{fmt.value(m.b.median, m.unit)} ({m.b.n})",
             fmt.pct(m.change_pct),
@@ -272,7 +279,8 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
     layers = _layer_block(comp.metrics)
     if layers is not None:
         out.append(layers)
-    secondary = [m for m in comp.secondary if show_all or (is_evidence(m) and not is_mechanism(m))]
+    listed = shown_secondary(comp)
+    secondary = [m for m in listed if show_all or (is_evidence(m) and not is_mechanism(m))]
     if secondary:
         title = "secondary metrics" if show_all else "other metrics that changed"
         out.append(
@@ -285,11 +293,15 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
                 right={1, 2, 3, 5},
             )
         )
-    mechanism = [m for m in comp.secondary if is_mechanism(m)] if not show_all else []
+        named = [shown_name(m) for m in secondary if m.aliases]
+        if named:
+            # "(+N)" in the table: the other names of one measurement, said once here
+            out.append(Block("lines", text="one measurement, several names", lines=named))
+    mechanism = [m for m in shown_secondary(comp) if is_mechanism(m)] if not show_all else []
     shifts = [s for s in comp.histogram_shifts if show_all or s.verdict == "changed"]
     if mechanism:
         lines = [
-            f"{m.name}: {fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)} "
+            f"{shown_name(m)}: {fmt.value(m.a.median, m.unit)} → {fmt.value(m.b.median, m.unit)} "
             f"({fmt.pct(m.change_pct)} {fmt.ci(m.ci_low_pct, m.ci_high_pct)}, "
             f"p adj {fmt.p_value(m.p_adjusted)})"
             for m in mechanism
@@ -307,7 +319,7 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
                 lines=[_steady_line(s) for s in steady],
             )
         )
-    unchanged = len(comp.secondary) - len(secondary) - len(mechanism)
+    unchanged = len(shown_secondary(comp)) - len(secondary) - len(mechanism)
     if unchanged > 0 and not show_all:
         out.append(
             Block(

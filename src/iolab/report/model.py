@@ -83,6 +83,26 @@ def is_evidence(m: MetricComparison) -> bool:
     return not m.kpi and m.verdict in SIGNIFICANT
 
 
+def shown_secondary(comparison: Comparison) -> tuple[MetricComparison, ...]:
+    """The secondary rows a report shows: one per measurement (a metric another row stands
+    for — equal in every sample, or the same device counter read by fio — is named on that
+    row instead)."""
+    return tuple(m for m in comparison.secondary if m.alias_of is None)
+
+
+def shown_name(m: MetricComparison) -> str:
+    """The row's name, with the metrics it stands for: `jbd2.transactions (=
+    jbd2.transactions_requested)`."""
+    return f"{m.name} (= {', '.join(m.aliases)})" if m.aliases else m.name
+
+
+def procedure(comparison: Comparison) -> str:
+    """The correction the secondary verdicts passed, named for the reader."""
+    if comparison.procedure:
+        return comparison.procedure
+    return "Holm" if comparison.correction != "bh" else "Benjamini–Hochberg"
+
+
 def is_mechanism(m: MetricComparison) -> bool:
     """Evidence metrics that are not judged good or bad: monitor counters and I/O totals."""
     return is_evidence(m) and m.direction is Direction.NEUTRAL

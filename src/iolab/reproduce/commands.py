@@ -21,7 +21,7 @@ class Mkfs:
     line: shell.Line
     fstype: str
     options: tuple[str, ...]  # what the plan keeps
-    dropped: tuple[str, ...]  # what it leaves out (force, quiet, label), said so
+    dropped: tuple[tuple[str, str], ...]  # (words, why) left out: force, quiet, label
     device: str | None
 
 
@@ -41,7 +41,7 @@ class Fio:
     line: shell.Line
     sections: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...]  # ("global", opts) …
     create_only: bool
-    dropped: tuple[str, ...]  # command-line-only or output options left out
+    dropped: tuple[tuple[str, str], ...]  # (option, why): command-line-only or output options
     variables: tuple[tuple[str, int], ...]  # (name, line set on) of each variable used
     job_files: tuple[str, ...]  # positional job files named
 
@@ -239,12 +239,23 @@ def recognise(line: shell.Line, variables: shell.Variables) -> Command | Ignored
     return Ignored(line, _why_ignored(program, words))
 
 
+# shell's own shapes of a loop or conditional; "for libmount to indicate -o noiversion." is prose
+_SHELL_CONTROL = re.compile(
+    r"^(?:for\s+(?:[A-Za-z_]\w*\s+in\b|\(\()|(?:if|while|until)\s+(?:\[\[?\s|!\s|test\s|\(\()"
+    r"|(?:if|while|until)\s.*;\s*(?:then|do)\b)"
+)
+# a line of a tool's output that starts like a command: `sync (nsec): min=10, …`
+_OUTPUT_LINE = re.compile(r"^[A-Za-z_]+(?:\s+[A-Za-z_]+)*\s*(?:\([^)]*\))?\s*:(?:\s|$)")
+
+
 def _looks_like_command(words: list[str], text: str) -> bool:
     """`mount -o iversion /dev/loop0 /mnt` is a command; "mount it again and..." is prose."""
+    if words[0] in ("if", "for", "while", "until"):
+        return _SHELL_CONTROL.match(text) is not None  # `for i in 1 2 3; do sync; done`
+    if _OUTPUT_LINE.match(text):
+        return False
     if len(words) == 1:
         return words[0] in ("sync", "set", "fi", "done") or "/" in words[0]
-    if words[0] in ("if", "for", "while") and re.search(r";\s*(?:then|do)\b", text):
-        return True  # `for i in 1 2 3; do sync; done`
     rest = words[1:]
     if any(w.startswith(("-", "/", "$", "{", "./")) or "=" in w for w in rest):
         return True
@@ -333,7 +344,7 @@ def _mkfs(line: shell.Line, program: str, words: list[str]) -> Mkfs | Ignored:
         )
     takes = _MKFS_ARGS[fstype]
     kept: list[str] = []
-    dropped: list[str] = []
+    dropped: list[tuple[str, str]] = []
     device: str | None = None
     at = 0
     while at < len(args):
@@ -343,13 +354,13 @@ def _mkfs(line: shell.Line, program: str, words: list[str]) -> Mkfs | Ignored:
             if word == "-t":
                 pass
             elif word == "-L":
-                dropped.append(f"{word} {value}: a volume label")
+                dropped.append((f"{word} {value}", "a volume label"))
             else:
                 kept += [word, value]
             at += 2
             continue
         if word in _MKFS_DROPPED:
-            dropped.append(f"{word}: {_MKFS_DROPPED[word]}")
+            dropped.append((word, _MKFS_DROPPED[word]))
         elif word.startswith("-t"):
             pass
         elif word.startswith("-"):
@@ -357,7 +368,7 @@ def _mkfs(line: shell.Line, program: str, words: list[str]) -> Mkfs | Ignored:
         elif device is None:
             device = word
         else:
-            dropped.append(f"{word}: a size or block count (the image's size is the plan's)")
+            dropped.append((word, "a size or block count (the image's size is the plan's)"))
         at += 1
     return Mkfs(line, fstype, tuple(kept), tuple(dropped), device)
 
@@ -400,7 +411,7 @@ class _FioBuild:
     sections: list[tuple[str, list[tuple[str, str | None]]]] = field(
         default_factory=lambda: [("global", [])]
     )
-    dropped: list[str] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
     job_files: list[str] = field(default_factory=list)
     create_only: bool = False
 
@@ -408,12 +419,14 @@ class _FioBuild:
 def _fio(line: shell.Line, words: list[str], variables: shell.Variables) -> Fio | Ignored:
     build = _FioBuild()
     used: list[tuple[str, int]] = []
+    filled: list[str] = []
     for raw in words[1:]:
         expanded = shell.expand(raw, variables)
         used += expanded.used
         if expanded.unknown:
             return Ignored(line, f"uses ${expanded.unknown[0]}, which the mail never sets")
-        word = expanded.text
+        filled.append(expanded.text)
+    for word in _joined_values(filled):
         if word in ("--server", "--client") or word.startswith(("--client=", "--server=")):
             return Ignored(line, "a fio client/server run")
         if word in ("-v", "--version", "--help", "-h") or word.startswith("--cmdhelp"):
@@ -423,10 +436,12 @@ def _fio(line: shell.Line, words: list[str], variables: shell.Variables) -> Fio 
             continue
         key, eq, value = word.lstrip("-").partition("=")
         if key in _FIO_DROPPED:
-            build.dropped.append(f"--{key}: {_FIO_DROPPED[key]}")
+            build.dropped.append((word, _FIO_DROPPED[key]))
             continue
         if key == "create_only":
             build.create_only = value not in ("0", "false")
+            if not build.create_only:
+                build.dropped.append((word, "fio's default (the job runs its I/O)"))
             continue
         if key == "name":
             build.sections.append((value or "job", []))
@@ -442,6 +457,34 @@ def _fio(line: shell.Line, words: list[str], variables: shell.Variables) -> Fio 
         tuple(dict.fromkeys(used)),
         tuple(build.job_files),
     )
+
+
+# fio command-line options that take no value: a word after one is a job file
+_FIO_FLAGS = frozenset(
+    ("thread", "time_based", "group_reporting", "norandommap", "parse-only", "showcmd",
+     "readonly", "latency-log", "bandwidth-log", "warnings-fatal", "minimal", "append-terse",
+     "eta-newline", "debug", "inplace", "runtime_unlimited")
+)  # fmt: skip
+_JOB_FILE = re.compile(r"\.(?:fio|job|jobs|ini|cfg|conf)$")
+
+
+def _joined_values(words: list[str]) -> list[str]:
+    """`--bs 4k` (fio takes an option's value as the next word too) → `--bs=4k`; a word after
+    a flag (`--thread`) or one named like a job file (`x.fio`) stays a job file."""
+    out: list[str] = []
+    for word in words:
+        previous = out[-1] if out else ""
+        if (
+            not word.startswith("-")
+            and previous.startswith("--")
+            and "=" not in previous
+            and previous[2:] not in _FIO_FLAGS
+            and not _JOB_FILE.search(word)
+        ):
+            out[-1] = f"{previous}={word}"
+            continue
+        out.append(word)
+    return out
 
 
 def is_device(path: str) -> bool:

@@ -217,6 +217,38 @@ def requirements(found_in: list[Paragraph], device_paths: list[tuple[str, int]])
     return sorted(out.values(), key=lambda f: f.line)
 
 
+# the evidence a thread discusses that a plan's monitors measure: name -> where it shows
+_JBD2 = re.compile(r"/proc/fs/jbd2/|\bhandles per transaction\b|\bjbd2\b.{0,40}\bcommit", re.I)
+_WRITEPAGES_HIST = re.compile(
+    r"\bhistogram\b.{0,120}\bext4_writepages\b|\bext4_writepages\b.{0,120}\bhistogram\b|"
+    r"\bpages\b.{0,40}\bwritten\b.{0,40}\bext4_writepages\b",
+    re.I,
+)
+
+
+def evidence(lines: list[str], numbers: list[int], found_in: list[Paragraph]) -> list[Found]:
+    """The monitors the mail's evidence asks for: `jbd2` (it reads /proc/fs/jbd2/*/info or
+    speaks of handles per transaction), `hist` (a histogram of pages per ext4_writepages)."""
+    out: list[Found] = []
+    for number, text in zip(numbers, lines, strict=True):
+        if _JBD2.search(text):
+            out.append(Found("jbd2", number, text.strip()))
+            break
+    if not out:
+        for paragraph in found_in:
+            match = _JBD2.search(paragraph.text)
+            if match is not None:
+                out.append(Found("jbd2", paragraph.line_of(match.start()), match.group(0)))
+                break
+    for paragraph in found_in:
+        match = _WRITEPAGES_HIST.search(paragraph.text)
+        if match is not None:
+            quote = _around(paragraph.text, match.start())
+            out.append(Found("hist", paragraph.line_of(match.start()), quote))
+            break
+    return out
+
+
 def _around(text: str, at: int, width: int = 80) -> str:
     """The sentence around `at`, cut to about `width` characters at word boundaries."""
     start = text.rfind(". ", 0, at)

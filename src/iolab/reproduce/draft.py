@@ -54,6 +54,9 @@ class Draft:
     mount_ref: Ref | None = None
     target_size: int = IMAGE_DEFAULT
     target_count: int = 1
+    target_kind: str = "loop"  # or multipath (a map over target_paths paths)
+    target_paths: int = 0
+    target_ref: Ref | None = None
     target_note: str = ""
     workload_kind: str = ""  # fio, xfs_io or dd
     fio_text: str = ""
@@ -70,14 +73,30 @@ class Draft:
     # a sweep: the same fio job at several values of one option (name, values, first line)
     matrix: list[tuple[str, list[str], Ref]] = field(default_factory=list)
     matrix_note: str = ""
+    matrix_paths: dict[str, str] = field(default_factory=dict)  # dimension -> setting path
+    matrix_vars: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # per value
+    target_extra: dict[str, object] = field(default_factory=dict)  # members, chunk, resync
     baseline: str | None = None
     variants_note: str = ""
     kpis: list[str] = field(default_factory=list)
     kpi_note: str = ""
+    monitors: list[tuple[str, Ref]] = field(default_factory=list)  # the evidence discussed
+    comments: list[str] = field(default_factory=list)  # said at the plan's top (a report's link)
+    timeout: str = ""  # a sample's timeout, when the workload runs longer than the default
+    quick_timeout: str = ""
+    # --quick runs here without the variants (one side is the kernel this host runs): why
+    quick_here: str = ""
     requires: list[tuple[str, str, Ref]] = field(default_factory=list)
     used: list[tuple[str, str, str]] = field(default_factory=list)  # (where, text, as what)
     ignored: list[tuple[str, str, str]] = field(default_factory=list)  # (where, text, why)
+    # every option of a used command the plan does not carry: (where, "fio --max-jobs=16", why)
+    left_out: list[tuple[str, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def leave_out(self, where: str, what: str, why: str) -> None:
+        """An option of a command the plan uses that it does not carry, said with why."""
+        self.left_out.append((where, what, why))
+        self.notes.append(f"{where}: {what}: {why}: left out")
 
 
 class NothingToReproduce(Exception):
@@ -148,6 +167,9 @@ def build(
     _variants(draft, mounts, prose, captions, subject)
     _requirements(draft, prose, paths)
     _target(draft, paths, prose)
+    if draft.workload_kind and draft.fstype in (None, "ext4"):
+        for found_ in context.evidence(lines, numbers, prose):
+            draft.monitors.append((found_.value, Ref(f"line {found_.line}", _short(found_.quote))))
     return draft
 
 
@@ -245,8 +267,8 @@ def _filesystem(
         draft.fstype, draft.fstype_ref = first.fstype, _ref(first.line)
         draft.mkfs_options, draft.mkfs_ref = list(first.options), _ref(first.line)
         draft.used.append((first.line.where, _short(first.line.text), "filesystem, mkfs_options"))
-        for why in first.dropped:
-            draft.notes.append(f"{first.line.where}: mkfs {why}: left out")
+        for what, why in first.dropped:
+            draft.leave_out(first.line.where, f"mkfs {what}", why)
         for other in mkfs[1:]:
             draft.ignored.append(
                 (other.line.where, _short(other.line.text), "a second mkfs; the plan makes one")
@@ -269,6 +291,11 @@ def _filesystem(
 # --- paths ---------------------------------------------------------------------------------------
 
 
+_UNSET_PATH = re.compile(
+    r"^\$(?:\{(?P<braced>[A-Za-z_]\w*)\}|(?P<bare>[A-Za-z_]\w*))(?P<rest>/\S*)?$"
+)
+
+
 class _Paths:
     """The mail's mount point and devices, and what they become in the plan."""
 
@@ -285,6 +312,20 @@ class _Paths:
         if path not in self.raw:
             self.raw.append(path)
         return f"{{dev{self.raw.index(path)}}}"
+
+    def unset_variable(self, word: str, where: str) -> str:
+        """`$M/foobar` where the mail never sets $M: the mount point it mounted (`/mnt/foobar`),
+        said in a note; any other word unchanged."""
+        match = _UNSET_PATH.match(word)
+        if match is None:
+            return word
+        path = self.mountpoint + (match.group("rest") or "")
+        name = match.group("braced") or match.group("bare")
+        self.notes.append(
+            f"{where}: ${name} is never set in the mail; read as the mount point "
+            f"{self.mountpoint} (so {word} is {path})"
+        )
+        return path
 
     def file(self, path: str, where: str, *, directory: bool) -> str:
         """A path under the mount point → `{mnt}`; a subdirectory fio would need made is
@@ -377,8 +418,8 @@ def _fio_workload(
         sections, first, where = run.sections, run.line.first, run.line.where
         draft.workload_ref = _ref(run.line)
         draft.used.append((where, _short(run.line.text), "workload (fio job)"))
-        for why in run.dropped:
-            draft.notes.append(f"{where}: fio {why}: left out")
+        for what, why in run.dropped:
+            draft.leave_out(where, f"fio {what}", why)
         if sweep is not None:
             fit = _largest(measured, sweep)  # the target must hold the biggest cell
             sections = _sweep_sections(draft, measured, sweep)
@@ -408,7 +449,7 @@ def _fio_workload(
         draft.fio_text = draft.fio_text.replace(f"={_AXIS_MARK}\n", f"={{{name}}}\n")
     if runtime is not None:
         draft.vars["runtime"] = (runtime, f"fio runtime, {where}")
-        draft.quick_vars["runtime"] = str(min(_QUICK_RUNTIME, _seconds(runtime) or _QUICK_RUNTIME))
+        draft.quick_vars["runtime"] = str(min(_QUICK_RUNTIME, seconds(runtime) or _QUICK_RUNTIME))
     _fit_fio(draft, fit or sections, where)
     if prepass:
         pre = prepass[0]
@@ -418,6 +459,8 @@ def _fio_workload(
         head, _, rest = draft.fill_text.partition("\n")  # the first section: global or the job
         draft.fill_text = f"{head}\ncreate_only=1\n{rest}"
         draft.fill_ref = _ref(pre.line)
+        for what, why in pre.dropped:
+            draft.leave_out(pre.line.where, f"fio {what}", why)
         draft.used.append(
             (pre.line.where, _short(pre.line.text), "prepare.fill (--create_only pre-pass)")
         )
@@ -494,7 +537,8 @@ def _sweep_sections(
     return tuple(sections)
 
 
-def _seconds(text: str) -> int | None:
+def seconds(text: str) -> int | None:
+    """`60`, `60s`, `5m`, `1h` → seconds; None for anything else."""
     match = re.fullmatch(r"(\d+)\s*(s|m|h)?", text.strip())
     if match is None:
         return None
@@ -570,7 +614,7 @@ def _fit_fio(draft: Draft, sections: tuple[Section, ...], where: str) -> None:
             need += each * jobs
     if raw > IMAGE_DEFAULT:
         _fit_device(draft, raw, where)
-    _fit(draft, need, where)
+    fit(draft, need, where)
 
 
 def _fit_device(draft: Draft, span: int, where: str) -> None:
@@ -591,7 +635,8 @@ def _fit_device(draft: Draft, span: int, where: str) -> None:
     draft.fio_text = _scale_sizes(draft.fio_text, factor)
 
 
-def _fit(draft: Draft, need: int, where: str) -> None:
+def fit(draft: Draft, need: int, where: str) -> None:
+    """The target sized for `need` bytes of files; their sizes scaled when they do not fit."""
     if need <= 0:
         return
     wanted = math.ceil((need / _FILL + (64 << 20)) / (256 << 20)) * (256 << 20)
@@ -651,6 +696,7 @@ def _xfs_io(draft: Draft, command: commands.XfsIo, paths: _Paths) -> None:
             argv += ["-c", inner]
             at += 2
             continue
+        word = paths.unset_variable(word, where)
         if word.startswith("/"):
             if commands.is_device(word):
                 argv.append(paths.device(word, command.line.first))
@@ -662,7 +708,7 @@ def _xfs_io(draft: Draft, command: commands.XfsIo, paths: _Paths) -> None:
     draft.argv = argv
     draft.workload_ref = _ref(command.line)
     draft.used.append((where, _short(command.line.text), "workload (xfs_io)"))
-    _fit(draft, need, where)
+    fit(draft, need, where)
 
 
 def _xfs_io_command(text: str) -> tuple[str, tuple[str, int] | None]:
@@ -695,6 +741,8 @@ def _dd(draft: Draft, command: commands.Dd, paths: _Paths) -> None:
     options = dict(a.split("=", 1) for a in command.args if "=" in a)
     for arg in command.args:
         key, eq, value = arg.partition("=")
+        if eq and key in ("if", "of"):
+            value = paths.unset_variable(value, where)
         if eq and key in ("if", "of") and value.startswith("/"):
             if commands.is_device(value) and not value.startswith(
                 ("/dev/zero", "/dev/null", "/dev/urandom")
@@ -711,7 +759,7 @@ def _dd(draft: Draft, command: commands.Dd, paths: _Paths) -> None:
     bs = size_value(options.get("bs", "512").upper().replace("B", "")) or 512
     count = int(options["count"]) if options.get("count", "").isdigit() else 0
     if count and options.get("of", "").startswith("/") and not commands.is_device(options["of"]):
-        _fit(draft, bs * count, where)
+        fit(draft, bs * count, where)
         if draft.target_note.startswith("SCALED"):
             factor = IMAGE_MAX * _FILL / (bs * count)
             draft.argv = [
@@ -783,10 +831,20 @@ def _variants(
     if len(distinct) > 1:
         _mount_variants(draft, distinct)
         return
-    kernels = context.kernels(prose, captions)
+    if _caption_mount_variants(draft, captions):
+        return
+    named = _distinct_kernels(context.kernels(prose, captions))
+    # the kernels the results are captioned with are the comparison; others are candidates
+    captioned = [k for k in named if any(_names_kernel(c, k.value) for c, _ in captions)]
+    kernels = captioned or named
     revert = context.revert(prose, captions)
-    if kernels:
+    if kernels and (len(kernels) > 1 or revert is not None):
         _kernel_variants(draft, kernels, revert)
+        others = [k for k in named if k not in kernels]
+        if others:
+            draft.variants_note += "; also named, not measured in the mail: " + ", ".join(
+                f"{k.value} (line {k.line})" for k in others
+            )
         return
     if revert is not None and not context.is_patch(subject):
         name = "base+revert" + (f"-{revert.value}" if revert.value else "")
@@ -795,6 +853,7 @@ def _variants(
             Variant(name, {"kernel": name}, Ref(f"line {revert.line}", revert.quote)),
         ]
         draft.baseline = "base"
+        draft.quick_here = _QUICK_KERNELS
         draft.variants_note = (
             "the mail measured a revert but names no kernel: set each kernel: to the "
             "`uname -r` of your build without and with the revert"
@@ -804,22 +863,101 @@ def _variants(
     if sides is not None:
         without, with_ = sides
         draft.variants = [
-            Variant(
-                "without-patch", {"kernel": "unpatched"}, Ref(f"line {without[1]}", without[0])
-            ),
+            Variant("without-patch", {}, Ref(f"line {without[1]}", without[0])),
             Variant("with-patch", {"kernel": "patched"}, Ref(f"line {with_[1]}", with_[0])),
         ]
         draft.baseline = "without-patch"
         draft.variants_note = (
-            "the mail's results are captioned without/with the patch; set each kernel: to the "
-            "`uname -r` of your build without and with it"
+            "the mail's results are captioned without/with the patch: without it is the kernel "
+            "a host runs; set with-patch's kernel: to the `uname -r` of your build with it"
         )
+        draft.quick_here = "without the patch only, on the kernel this host runs"
         return
+    if draft.matrix:
+        draft.variants_note = "the mail compares no variants: one case per matrix cell"
+        return
+    _undecided(draft, prose, kernels)
+
+
+# words of a sentence that says what was compared
+_COMPARED = re.compile(
+    r"\b(?:vs\.?|versus|compared (?:to|with)|against|regress\w*|slower|faster|improv\w*|"
+    r"before|after|w/o|without|with(?= -o| the patch| patch))\b",
+    re.I,
+)
+
+
+_QUICK_KERNELS = "on the kernel this host runs: a check that the plan runs boots no kernel"
+
+
+def _undecided(draft: Draft, prose: list[context.Paragraph], kernels: list[context.Found]) -> None:
+    """The mail does not say which variants it compares: one case, said in the plan and in
+    the listing with the lines that speak of a comparison (where the author may have said)."""
+    candidates: list[tuple[int, str]] = [(k.line, k.quote) for k in kernels]
+    for paragraph in prose:
+        for number, text in paragraph.lines:
+            if _COMPARED.search(text) and all(number != n for n, _ in candidates):
+                candidates.append((number, text.strip()))
+    candidates.sort()
     draft.variants_note = (
-        "the mail compares no variants: one case per matrix cell"
-        if draft.matrix
-        else "the mail compares nothing this plan can vary: one case"
+        "UNDECIDED: the mail does not say which variants it compares, so this plan measures "
+        "one case; add variants: for what the author compared"
+        + ("" if not candidates else " (candidate lines: " + ", ".join(
+            str(n) for n, _ in candidates[:8]) + ")")
+    )  # fmt: skip
+    draft.notes.append(
+        "the mail does not say which variants it compares: one case"
+        + ("" if candidates else " (no line speaks of a comparison)")
     )
+    for number, text in candidates[:8]:
+        draft.notes.append(f"  candidate, line {number}: {_short(text, 80)}")
+
+
+def _distinct_kernels(kernels: list[context.Found]) -> list[context.Found]:
+    """`5.10` beside `5.10.162` is the same kernel said shortly: the precise one stays."""
+    values = [k.value for k in kernels]
+    return [k for k in kernels if not any(v.startswith(k.value + ".") for v in values)]
+
+
+def _names_kernel(caption: str, version: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(version)}(?![\w.]|-\w)", caption) is not None
+
+
+# a caption naming a mount option: `mounted with -o iversion:`, `-o noiversion`, `with nodelalloc`
+_CAPTION_OPTION = re.compile(r"(?:-o\s*|\bmount(?:ed)?\s+with\s+(?:-o\s*)?)(?P<opt>[a-z_][\w=,]*)")
+_NEGATED = re.compile(r"\b(?:disabled|without|w/o|off|no|not)\b", re.I)
+
+
+def _caption_mount_variants(draft: Draft, captions: list[tuple[str, int]]) -> bool:
+    """Results captioned by mount options (`iversion support disabled:` / `mounted with -o
+    iversion:`): a variant per caption, the option negated (`noiversion`) where the caption
+    says it was off."""
+    named = [(m.group("opt"), c, line) for c, line in captions
+             if (m := _CAPTION_OPTION.search(c)) is not None]  # fmt: skip
+    if not named:
+        return False
+    option = named[0][0]
+    if "," in option or "=" in option:
+        return False
+    negated = option[2:] if option.startswith("no") else f"no{option}"
+    seen: dict[str, tuple[str, int]] = {}
+    for caption, line in captions:
+        match = _CAPTION_OPTION.search(caption)
+        if match is not None and match.group("opt") in (option, negated):
+            seen.setdefault(match.group("opt"), (caption, line))
+        elif re.search(rf"\b{re.escape(option)}\b", caption) and _NEGATED.search(caption):
+            seen.setdefault(negated, (caption, line))
+    if len(seen) < 2:
+        return False
+    base = " ".join(draft.mount_options)
+    for name, (caption, line) in sorted(seen.items(), key=lambda item: item[1][1]):
+        options = ",".join([*draft.mount_options, name]) if base else name
+        draft.variants.append(
+            Variant(name, {"filesystem": {"mount_options": options}}, Ref(f"line {line}", caption))
+        )
+    draft.baseline = draft.variants[0].name
+    draft.variants_note = "the mail's results are captioned by mount option: a variant each"
+    return True
 
 
 def _mount_variants(draft: Draft, mounts: list[commands.Mount]) -> None:
@@ -865,6 +1003,7 @@ def _kernel_variants(
                 )
             )
     draft.baseline = base.value
+    draft.quick_here = _QUICK_KERNELS
     draft.variants_note = (
         "kernels the mail names (releases as the mail writes them: set each to the `uname -r` "
         "of the kernel you build)"
@@ -897,6 +1036,64 @@ def _patch_sides(captions: list[tuple[str, int]]) -> tuple[tuple[str, int], tupl
 # --- target --------------------------------------------------------------------------------------
 
 
+def _multipath_target(draft: Draft, paths: _Paths, ref: Ref) -> None:
+    """The mail's device-mapper devices on a multipath setup: iolab's `multipath` target (a
+    map over 2 paths, each its own request queue), in place of the first device; a job on
+    another of the mail's devices is left out, said (the target is one map)."""
+    draft.target_kind = "multipath"
+    draft.target_paths = 2
+    draft.target_ref = ref
+    kept: list[str] = []
+    for section in re.split(r"(?m)^(?=\[)", draft.fio_text):
+        others = re.findall(r"\{dev([1-9]\d*)\}", section)
+        if others:
+            name = section.split("\n", 1)[0]
+            device = paths.raw[int(others[0])]
+            draft.leave_out(
+                draft.workload_ref.where if draft.workload_ref else "the job",
+                f"fio job {name} on {device}",
+                f"iolab's multipath target is one map: the plan measures {paths.raw[0]}'s "
+                f"jobs (the mail's {len(paths.raw)} devices had the same job each)",
+            )
+            continue
+        kept.append(section)
+    draft.fio_text = "".join(kept).replace("{dev0}", "{dev}")
+    draft.notes.append(
+        f"the workload names device-mapper devices ({', '.join(paths.raw)}) on a multipath "
+        "setup: a multipath target over 2 paths, filesystem none"
+    )
+
+
+def _scheduler_dimension(draft: Draft, prose: list[context.Paragraph]) -> None:
+    """A mail whose bisect or prose names an I/O scheduler (`block/mq-deadline: …`) and sets
+    none: the scheduler against none as a matrix dimension (on the paths of a multipath
+    map, which itself keeps none)."""
+    if draft.queue or draft.matrix:
+        return
+    for paragraph in prose:
+        match = _SCHEDULERS.search(paragraph.text)
+        if match is None:
+            continue
+        name = match.group(1)
+        draft.matrix.append(
+            ("scheduler", [name, "none"], Ref(f"line {paragraph.line_of(match.start())}",
+                                              _around_quote(paragraph.text, match.start())))
+        )  # fmt: skip
+        draft.matrix_paths["scheduler"] = (
+            "knobs.member_queue.scheduler"
+            if draft.target_kind == "multipath"
+            else "knobs.queue.scheduler"
+        )
+        draft.matrix_note = (
+            f"the mail points at the {name} scheduler: {name} against none, a matrix dimension"
+        )
+        return
+
+
+def _around_quote(text: str, at: int) -> str:
+    return _short(text[max(0, at - 40) : at + 60])
+
+
 def _requirements(draft: Draft, prose: list[context.Paragraph], paths: _Paths) -> None:
     for found in context.requirements(prose, paths.device_lines):
         draft.requires.append(
@@ -904,16 +1101,25 @@ def _requirements(draft: Draft, prose: list[context.Paragraph], paths: _Paths) -
         )
 
 
+_MAPPED = re.compile(r"^/dev/(?:dm-\d+|mapper/\S+)$")
+_SCHEDULERS = re.compile(r"\b(mq-deadline|bfq|kyber)\b")
+
+
 def _target(draft: Draft, paths: _Paths, prose: list[context.Paragraph]) -> None:
     if draft.workload_kind == "fio" and paths.raw:
         draft.fstype = None
         draft.fstype_ref = None
-        draft.target_count = len(paths.raw)
-        draft.notes.append(
-            "the workload names block devices ("
-            + ", ".join(paths.raw)
-            + "): filesystem none, a loop image each"
-        )
+        multipath = next((r for r in draft.requires if r[0] == "dm-multipath"), None)
+        if multipath is not None and all(_MAPPED.match(p) for p in paths.raw):
+            _multipath_target(draft, paths, multipath[2])
+        else:
+            draft.target_count = len(paths.raw)
+            draft.notes.append(
+                "the workload names block devices ("
+                + ", ".join(paths.raw)
+                + "): filesystem none, a loop image each"
+            )
+        _scheduler_dimension(draft, prose)
     disk = context.disk_size(prose)
     if disk is not None:
         size = size_value(disk.value) or 0

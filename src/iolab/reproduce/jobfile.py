@@ -45,7 +45,7 @@ def find(lines: list[str], numbers: list[int]) -> list[JobFile]:
             elif option is not None:
                 sections[-1][1].append((option.group("key"), option.group("value")))
             elif not text or _COMMENT.match(text):
-                if not _more_follows(lines, j + 1):
+                if not _more_follows(lines, j + 1, blank=not text):
                     break
             else:
                 break
@@ -61,11 +61,15 @@ def _option_follows(lines: list[str], at: int) -> bool:
     return at < len(lines) and _OPTION.match(lines[at].strip()) is not None
 
 
-def _more_follows(lines: list[str], at: int) -> bool:
-    """After a blank line: does the job file go on (another section or option)?"""
+def _more_follows(lines: list[str], at: int, *, blank: bool) -> bool:
+    """After a blank or a comment line: does the job file go on (another section or option)?
+    After a comment only, a bare word is an option (`time_based`); after a blank line it may
+    be the prose that follows the job, so only `key=value` or a section goes on."""
     while at < len(lines) and (not lines[at].strip() or _COMMENT.match(lines[at].strip())):
+        blank = blank or not lines[at].strip()
         at += 1
     if at >= len(lines):
         return False
     text = lines[at].strip()
-    return _SECTION.match(text) is not None or (_OPTION.match(text) is not None and "=" in text)
+    option = _OPTION.match(text) is not None and ("=" in text or not blank)
+    return _SECTION.match(text) is not None or option

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from iolab.errors import IolabError
-from iolab.model.comparison import Comparison
+from iolab.model.comparison import Comparison, RobotMail
 
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -63,20 +63,14 @@ def _size_text(n: int) -> str:
     return str(n)
 
 
-def _seconds(text: str) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s*(s|m|h)?\s*", text)
-    if m is None:
-        raise IolabError(f"robot parameter runtime {text!r}: expected seconds (300s)")
-    return int(m.group(1)) * {None: 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-
-
 def _flag(text: str | None) -> bool:
     """LKP's parse_bool: empty/0/no/false are off, anything else (1, tb, direct) is on."""
     return text is not None and text.strip().lower() not in ("", "0", "no", "false", "n")
 
 
 def nr_jobs(nr_task: str, machine: str | None) -> tuple[int, str]:
-    """`1` → 1; `50%` → half of the test machine's threads (from "72 threads …")."""
+    """`1` → 1; `8t` → 8 (LKP's task count, as its fio-basic read jobs write it); `50%` →
+    half of the test machine's threads (from "72 threads …")."""
     text = nr_task.strip()
     if text.endswith("%"):
         threads = _THREADS.search(machine or "")
@@ -88,8 +82,13 @@ def nr_jobs(nr_task: str, machine: str | None) -> tuple[int, str]:
         share = float(text[:-1])
         n = max(int(int(threads.group(1)) * share / 100), 1)
         return n, f"nr_task: {text} of the test machine's {threads.group(1)} threads"
+    tasks = re.fullmatch(r"(\d+)\s*t", text)  # `8t`: 8 tasks (jobs/fio-basic/*-read.yaml)
+    if tasks is not None and int(tasks.group(1)) >= 1:
+        return int(tasks.group(1)), f"nr_task: {text} (tasks)"
     if not text.isdigit() or int(text) < 1:
-        raise IolabError(f"robot parameter nr_task {text!r}: expected a count or a share (50%)")
+        raise IolabError(
+            f"robot parameter nr_task {text!r}: expected a count (8, 8t) or a share (50%)"
+        )
     return int(text), f"nr_task: {text}"
 
 
@@ -98,16 +97,19 @@ def fio_basic_plan(
     *,
     name: str = "lkp-fio-basic",
     machine: str | None = None,
-    commit: str | None = None,
-    base: str | None = None,
-    link: str | None = None,
+    robot: RobotMail | None = None,
     metric: str | None = None,
     target_size: int = 1 << 30,
 ) -> RobotPlan:
-    """The plan YAML of an LKP fio-basic parameter set (`parameters:` block or dimensions).
+    """The plan of an LKP fio-basic parameter set (`parameters:` block or dimensions), drafted
+    as any reproduction is (reproduce.draft.Draft, written by reproduce.writer).
 
     `target_size` is the loop image iolab makes; a `test_size` that does not fit in half of
-    it is scaled to that half (said in the plan and in `notes`)."""
+    it is scaled to that half (said in the plan and in `notes`).  The robot's base and commit
+    become two kernel variants by commit (`kernel: {commit: SHA}`), its subjects beside them."""
+    from iolab.reproduce.draft import Draft, Ref, Variant, fit, seconds
+    from iolab.reproduce.writer import render
+
     p = {k: str(v) for k, v in parameters.items()}
     for key in _FIO_KEYS:
         if key in p and not _TOKEN.fullmatch(p[key]):
@@ -125,105 +127,82 @@ def fio_basic_plan(
     notes: list[str] = []
     jobs, jobs_why = nr_jobs(p.get("nr_task", "1"), machine)
     test_size = to_bytes(p["test_size"])
-    size = test_size
-    if test_size > target_size // 2:
-        size = target_size // 2
-        notes.append(
-            f"test_size {p['test_size']} scaled to {_size_text(size)} to fit a "
-            f"{_size_text(target_size)} loop image (the robot's file was "
-            f"{test_size / size:.0f}x larger; cache and allocation behaviour differ)"
-        )
-    per_job = max(size // jobs, 1 << 20)
-    runtime = _seconds(p.get("runtime", "300"))
-    bs = p.get("bs", "4k")
-    rw = p.get("rw", "write")
-    ioengine = p.get("ioengine", "sync")
-    iodepth = p.get("iodepth", "32")
+    per_job = max(test_size // jobs, 1 << 20)
+    runtime = seconds(p.get("runtime", "300"))
+    if runtime is None:
+        raise IolabError(f"robot parameter runtime {p['runtime']!r}: expected seconds (300s)")
+    bs, rw = p.get("bs", "4k"), p.get("rw", "write")
+    ioengine, iodepth = p.get("ioengine", "sync"), p.get("iodepth", "32")
     direct = 1 if _flag(p.get("direct")) else 0
-    time_based = _flag(p.get("time_based"))
     for key in ("disk", "cpufreq_governor", "ucode", "numa_mem_policy", "numa_cpu_nodes"):
         if key in p:
             notes.append(f"not reproduced here: {key}: {p[key]} (a requirement of the target)")
-    kpi = _kpi(metric, rw)
-
-    q = _yaml_str
-    c = _comment
-    out = [
-        "# Plan from a 0-day/LKP fio-basic report (iolab.reproduce.robot); each value names",
-        "# the robot parameter it came from.  LKP's job: lkp-tests setup/fio-setup-basic.",
-    ]
-    if link:
-        out.append(f"# report: {c(link)}")
-    if base or commit:
-        out.append(f"# compared: base {c(base or '?')} against commit {c(commit or '?')}: run")
-        out.append("# this plan on each kernel (a kernel variant where the fleet offers one).")
-    if machine:
-        out.append(f"# robot's test machine: {c(machine)}")
-    out += [f"# NOTE: {c(n)}" for n in notes]
-    out += [
-        f"name: {q(name)}",
-        f"description: {q(_describe(p, jobs))}",
-        "",
-        "target:",
-        f"  size: {_size_text(target_size)}  # a loop image; robot disk: {c(p.get('disk', '?'))}",
-        "  backing: ram",
-        "",
-    ]
+    job = [
+        "[global]", f"bs={bs}", f"ioengine={ioengine}", f"iodepth={iodepth}",
+        f"size={per_job}", f"direct={direct}", "runtime={runtime}", "invalidate=1",
+        "fallocate=posix", "nr_files=1", "group_reporting",
+        *(["time_based"] if _flag(p.get("time_based")) else []),
+        "", "[task_0]", f"rw={rw}",
+        *(["directory={mnt}", "filename=fio_testfile"] if fs is not None else ["filename={dev}"]),
+        f"numjobs={jobs}",
+    ]  # fmt: skip
+    params = ", ".join(f"{k}: {p[k]}" for k in ("bs", "rw", "ioengine", "iodepth") if k in p)
+    draft = Draft(
+        name=name,
+        description=_describe(p, jobs),
+        source="a 0-day/LKP fio-basic report (LKP's job: lkp-tests setup/fio-setup-basic)",
+        fstype=fs,
+        fstype_ref=Ref("robot parameter", f"fs: {fs}") if fs else None,
+        target_size=target_size,
+        target_note=f"a loop image; the robot's disk: {p.get('disk', '?')}",
+        workload_kind="fio",
+        fio_text="\n".join(job) + "\n",
+        workload_ref=Ref(
+            "robot parameters",
+            f"{params or 'LKP defaults'}, direct: {direct}, {jobs_why}, "
+            f"size = test_size / nr_task = {per_job} bytes",
+        ),
+        kpis=[_kpi(metric, rw)],
+        kpi_note=f"the report's headline metric: {metric}" if metric else "LKP's fio-basic metric",
+        timeout=f"{runtime + max(runtime // 2, 60)}s",
+        quick_timeout="60s",
+    )
+    draft.vars["runtime"] = (f"{runtime}s", f"robot parameter runtime: {p.get('runtime', '300')}")
+    draft.quick_vars["runtime"] = "2s"
     if fs is None:
-        out += ["filesystem: none  # robot parameters name no fs", ""]
-    else:
-        out += ["filesystem:", f"  type: {fs}  # robot parameter fs: {fs}", ""]
-    out += [
-        f"# fio: bs: {bs}, rw: {rw}, ioengine: {ioengine}, iodepth: {iodepth} "
-        f"({'robot' if 'iodepth' in p else 'LKP default'}), direct: {direct}, {jobs_why},",
-        f"# size = test_size / nr_task = {per_job} bytes, time_based: {time_based}.",
-        "# LKP lays the file out first (create_only=1); fio does the same before its I/O.",
-        "workload:",
-        "  fio: |",
-        "    [global]",
-        f"    bs={bs}",
-        f"    ioengine={ioengine}",
-        f"    iodepth={iodepth}",
-        f"    size={per_job}",
-        f"    direct={direct}",
-        "    runtime={runtime}",
-        "    invalidate=1",
-        "    fallocate=posix",
-        "    nr_files=1",
-        "    group_reporting",
-    ]
-    if time_based:
-        out.append("    time_based")
-    out += [
-        "",
-        "    [task_0]",
-        f"    rw={rw}",
-        "    directory={mnt}" if fs is not None else "    filename={dev}",
-    ]
-    if fs is not None:
-        out.append("    filename=fio_testfile")
-    out += [
-        f"    numjobs={jobs}",
-        "",
-        "vars:",
-        f"  runtime: {runtime}s  # robot parameter runtime: {c(p.get('runtime', '300 (default)'))}",
-        "",
-        "repeat: 5  # iolab's choice: the robot's run count is not in its parameters",
-        "prepare:",
-        "  mkfs: per-sample",
-        "  drop_caches: true",
-        "",
-        f"kpis: [{kpi}]",
-        f"timeout: {runtime + max(runtime // 2, 60)}s",
-        "",
-        "profiles:",
-        "  quick:",
-        "    vars: {runtime: 2s}",
-        "    repeat: 3",
-        "    timeout: 60s",
-        "",
-    ]
-    return RobotPlan("\n".join(out), notes)
+        draft.notes.append("robot parameters name no fs: raw device")
+    if robot is not None and robot.base and robot.commit:
+        draft.variants = [
+            Variant("base", {"kernel": {"commit": robot.base}},
+                    Ref("base", _subject(robot.base, robot.base_subject))),
+            Variant("commit", {"kernel": {"commit": robot.commit}},
+                    Ref("commit", _subject(robot.commit, robot.subject))),
+        ]  # fmt: skip
+        draft.baseline = "base"
+        draft.quick_here = "on the kernel this host runs: a check that the plan runs builds none"
+        draft.variants_note = (
+            "the robot compares its commit against the base: each kernel built from that "
+            "commit of the repository given with --kernel-repo"
+        )
+    elif robot is not None and (robot.base or robot.commit):
+        draft.variants_note = (
+            f"the report names only one side (commit {robot.commit or '?'}, base "
+            f"{robot.base or '?'}): no kernel variants"
+        )
+    fit(draft, test_size, f"robot parameter test_size: {p['test_size']}")
+    notes += [n for n in draft.notes if n.startswith("SCALED")]
+    if robot is not None and robot.link:
+        draft.comments.append(f"report: {robot.link}")
+    if machine:
+        draft.comments.append(f"robot's test machine: {machine}")
+    draft.comments += [f"NOTE: {n}" for n in notes]
+    draft.notes = notes
+    text = render(draft)
+    return RobotPlan(text, notes)
+
+
+def _subject(sha: str, subject: str | None) -> str:
+    return f'{sha[:12]} ("{subject}")' if subject else sha
 
 
 def _kpi(metric: str | None, rw: str) -> str:
@@ -238,18 +217,6 @@ def _describe(p: Mapping[str, str], jobs: int) -> str:
     keys = ("fs", "rw", "bs", "ioengine")
     parts = [f"{k}={p[k]}" for k in keys if k in p]
     return f"LKP fio-basic {' '.join(parts)} numjobs={jobs}"
-
-
-def _comment(text: str) -> str:
-    """Text from a mail made safe for a YAML comment: one line, printable."""
-    return "".join(ch if ch.isprintable() else " " for ch in text)[:300]
-
-
-def _yaml_str(text: str) -> str:
-    """A double-quoted YAML scalar (JSON's escapes are YAML's)."""
-    import json
-
-    return json.dumps(text)
 
 
 def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> list[RobotPlan]:
@@ -278,9 +245,7 @@ def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> lis
             params,
             name=f"lkp-fio-basic-{len(plans) + 1}" if plans else "lkp-fio-basic",
             machine=(head.machine if head else None) or robot.machine,
-            commit=robot.commit,
-            base=robot.base,
-            link=robot.link,
+            robot=robot,
             metric=head.metric if head else None,
             target_size=target_size,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from iolab.ingest import lkp
 from iolab.reproduce.robot import RobotPlan
 
 Entry = tuple[str, str, str]  # (where, mail text, what it became / why it was left out)
@@ -45,9 +46,6 @@ _COMMIT = re.compile(r"^\s*commit:\s+[0-9a-f]{7,40}\b", re.I)
 _COMMIT_HEAD = re.compile(r"^\s*commit:\s*$")
 _SIDE = re.compile(r"^\s*[0-9a-f]{7,40}\s+\(\"")
 _FACT = re.compile(r"^\s*(?:in\s+|on\s+)?(testcase|test machine):\s*(\S.*?)\s*$")
-_PARAMS = re.compile(r"^\s*(?:with following\s+)?parameters:\s*$")
-_PARAM = re.compile(r"^\s*([\w.-]+):\s+(\S.*?)\s*$")
-_DIMENSIONS = re.compile(r"^\s*([\w.%-]+(?:/[\w.%-]+)+):\s*$")
 _IMPACT = re.compile(r"^\s*\|\s*testcase: change\s*\|\s*fio-basic:")
 
 
@@ -93,13 +91,11 @@ def used_lines(lines: list[str], offset: int, plan: RobotPlan) -> tuple[list[Ent
             used.append((where(i), line.strip(), _BECOMES["testcase"]))
         elif key == "test machine" and own_testcase and "%" in params.get("nr_task", ""):
             used.append((where(i), line.strip(), _SHARE))
-    for i in own:
-        m = _PARAM.match(lines[i])
-        if m is None:  # the `parameters:` line itself
-            used.append((where(i), lines[i].strip(), "the robot's parameter set (below)"))
-            continue
-        key, value = m.groups()
-        _param(used, ignored, where(i), f"{key}: {value}", key, params)
+    if own:
+        head = own[0]  # the `parameters:` line itself
+        used.append((where(head), lines[head].strip(), "the robot's parameter set (below)"))
+        for i, key, value in lkp.parameter_lines(lines, head + 1, own[-1] + 1):
+            _param(used, ignored, where(i), f"{key}: {value}", key, params)
     if plan.from_dimensions:
         dims = _dimension_lines(lines, table_line)
         if dims is not None:
@@ -169,33 +165,21 @@ def _own_block(
     lines: list[str], end: int, params: Mapping[str, str], from_dimensions: bool
 ) -> list[int]:
     """The lines of the robot's `parameters:` block when they are the plan's set."""
-    start = next((i for i, line in enumerate(lines[:end]) if _PARAMS.match(line)), None)
+    start = next((i for i, line in enumerate(lines[:end]) if lkp.parameters_head(line)), None)
     if start is None:
         return []
-    block: list[int] = []
-    for i in range(start + 1, min(start + 40, end)):
-        if not lines[i].strip():
-            if block:
-                break
-            continue
-        m = _PARAM.match(lines[i])
-        if m is None:
-            break
-        block.append(i)
-    values = {m.group(1): m.group(2) for i in block if (m := _PARAM.match(lines[i]))}
-    same = all(params.get(k, v) == v for k, v in values.items())
+    found = lkp.parameter_lines(lines, start + 1, end)
+    same = all(params.get(key, value) == value for _, key, value in found)
     if from_dimensions and not same:
         return []  # the robot's block is another testcase's set (a mail with several)
-    return [start, *block] if block else []
+    return [start, *(i for i, _, _ in found)] if found else []
 
 
 def _dimension_lines(lines: list[str], end: int) -> tuple[int, int] | None:
     for i in range(end - 1, -1, -1):
-        if _DIMENSIONS.match(lines[i]):
-            j = i + 1
-            while j < end and not lines[j].strip():
-                j += 1
-            return (i, j) if j < end else None
+        header = lkp.dimension_header(lines, i, end)
+        if header is not None:
+            return i, header[0]
     return None
 
 

@@ -72,22 +72,56 @@ def logical_lines(lines: list[str], depths: list[int], offset: int = 0) -> list[
     while i < len(lines):
         text = lines[i].strip()
         first = i
-        while text.endswith("\\") and i + 1 < len(lines) and len(text) < _LONG:
+        # `\` continuations and a mail client's re-wraps, in any order: a command whose first
+        # line was wrapped without `\` may go on with `\` lines after (and the other way)
+        while i + 1 < len(lines) and len(text) < _LONG:
+            following = lines[i + 1].strip()
+            if text.endswith("\\"):
+                text = text[:-1].rstrip() + " " + following
+            elif following and out_is_command(text) and _wrapped(text, following):
+                text = text + " " + following
+            else:
+                break
             i += 1
-            text = text[:-1].rstrip() + " " + lines[i].strip()
-        # a mail client's re-wrap of a long command: the next line starts with an option
-        while (
-            out_is_command(text)
-            and i + 1 < len(lines)
-            and _OPTION_START.match(lines[i + 1].strip())
-            and len(text) < _LONG
-        ):
-            i += 1
-            text = text + " " + lines[i].strip()
-        text = _PROMPT.sub("", text, count=1)
+        text = unprompted(text)
         out.append(Line(first + 1 + offset, i + 1 + offset, text, depths[first]))
         i += 1
     return out
+
+
+def _wrapped(text: str, following: str) -> bool:
+    """Whether `following` is the rest of the command `text` a mail client wrapped: it starts
+    with an option (`--bs=4k`), or it is the device (and mount point) a mkfs or mount line
+    still lacks (`mkfs.ext4 -m 1` / `/dev/sdb`)."""
+    if _OPTION_START.match(following):
+        return True
+    if not _DEVICE_LINE.match(following):
+        return False
+    words = _program_words(text)
+    while words and words[0] in _WRAPPERS:
+        words = words[1:]
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    if name not in ("mount", "mke2fs") and not name.startswith("mkfs"):
+        return False
+    last = words[-1] if len(words) > 1 else ""
+    wants_value = last in ("-o", "-t", "-b", "-m", "-L", "-O", "-E", "-d", "-l", "-i", "-s")
+    return not wants_value and not any(w.startswith(("/", "$")) for w in words[1:])
+
+
+_DEVICE_LINE = re.compile(r"^(?:/dev/|\$)\S+(?:\s+/\S*|\s+\$\S+)?$")
+# a prompt glued to its command (`$mke2fs …`, `#mount …`, `[root@host ~]#fio …`): stripped
+# only before a program whose settings a plan takes, so `$jobs` or `#comment` stay
+_GLUED = re.compile(
+    r"^(?:\$|#|\[[^\]]{1,80}\][$#])"
+    r"(?=(?:sudo\s+)?(?:/\S*/)?(?:fio|xfs_io|dd|mount|mke2fs|mkfs(?:\.\w+)?|sysctl)\s)"
+)
+
+
+def unprompted(text: str) -> str:
+    """The line without its shell prompt (`$ `, `# `, `user@host:~$ `, `[root@h ~]# `, or one
+    glued to a command people paste: `$mke2fs`, `#mount`)."""
+    stripped = _PROMPT.sub("", text, count=1)
+    return _GLUED.sub("", stripped, count=1) if stripped == text else stripped
 
 
 _CONTROL = re.compile(r"^(?:if|for|while|until|case|then|do|else|elif)\b")
@@ -126,9 +160,13 @@ def split_commands(line: Line) -> list[Line]:
     return [Line(line.first, line.last, piece, line.depth) for piece in pieces]
 
 
+def _program_words(text: str) -> list[str]:
+    return unprompted(text).split()
+
+
 def out_is_command(text: str) -> bool:
     """Whether a line starts with a program re-wrapped options would belong to."""
-    words = _PROMPT.sub("", text, count=1).split()
+    words = _program_words(text)
     while words and words[0] in _WRAPPERS:
         words = words[1:]
     if not words:

@@ -12,9 +12,14 @@ import yaml
 
 from iolab.reproduce.draft import Draft, Ref
 
+# libyaml's emitter when PyYAML has it (the same text, several times faster)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 
 def _scalar(value: object) -> str:
-    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 16, allow_unicode=True)
+    text = yaml.dump(
+        value, Dumper=_DUMPER, default_flow_style=True, width=1 << 16, allow_unicode=True
+    )
     return text.removesuffix("\n").removesuffix("\n...").strip()
 
 
@@ -54,6 +59,8 @@ def render(draft: Draft) -> str:
     out.note(
         0, "Every choice names the mail line it came from; read them before trusting a verdict."
     )
+    for comment in draft.comments:
+        out.note(0, comment)
     if draft.description.startswith("reproduces: "):
         out.note(0, "name and description: the mail's Subject")
     out.key(0, "name", draft.name)
@@ -66,7 +73,13 @@ def render(draft: Draft) -> str:
     out.key(2, "size", f"{size >> 30}G" if size % (1 << 30) == 0 else f"{size >> 20}M")
     out.note(2, "iolab's choice: a loop image in RAM (quiet, and nothing of this host's disks)")
     out.key(2, "backing", "ram")
-    if draft.target_count > 1:
+    for key, value in draft.target_extra.items():
+        out.key(2, key, value)
+    if draft.target_kind == "multipath":
+        out.ref(2, draft.target_ref, "a multipath setup")
+        out.key(2, "kind", "multipath")
+        out.key(2, "paths", draft.target_paths)
+    elif draft.target_count > 1:
         out.key(2, "count", draft.target_count)
     if draft.requires:
         out.lines.append("")
@@ -97,16 +110,23 @@ def render(draft: Draft) -> str:
         out.note(0, draft.matrix_note)
         out.key(0, "matrix")
         for name, values, ref in draft.matrix:
-            out.ref(2, ref, "the first")
-            out.key(2, name, values)
+            path = draft.matrix_paths.get(name)
+            spec: dict[str, object] = {"path": path} if path else {}
+            if name in draft.matrix_vars:
+                spec["vars"] = draft.matrix_vars[name]
+            out.ref(2, ref, "" if path else "the first")
+            out.key(2, name, {**spec, "values": values} if spec else values)
     if draft.variants:
         out.lines.append("")
         out.note(0, draft.variants_note)
         out.key(0, "variants")
         for variant in draft.variants:
             out.ref(2, variant.ref)
-            out.key(2, variant.name)
-            _mapping(out, 4, variant.overrides)
+            if variant.overrides:
+                out.key(2, variant.name)
+                _mapping(out, 4, variant.overrides)
+            else:
+                out.key(2, variant.name, {})
         out.key(0, "baseline", draft.baseline)
     elif draft.variants_note:
         out.lines.append("")
@@ -127,13 +147,26 @@ def render(draft: Draft) -> str:
         out.block(4, "fio", draft.fill_text)
     out.note(0, draft.kpi_note)
     out.key(0, "kpis", draft.kpis)
+    if draft.timeout:
+        out.key(0, "timeout", draft.timeout)
+    if draft.monitors:
+        out.note(0, "the evidence the mail discusses, measured beside the KPIs")
+        out.key(0, "monitors")
+        for name, ref in draft.monitors:
+            out.ref(2, ref)
+            out.lines.append(f"  - {_scalar(name)}")
     out.lines.append("")
     out.note(0, "--quick: a short check that the plan runs, not a measurement to quote")
     out.key(0, "profiles")
     out.key(2, "quick")
     out.key(4, "repeat", 3)
+    if draft.quick_here:
+        out.note(4, draft.quick_here)
+        out.lines += ["    variants: null", "    baseline: null"]
     if draft.quick_vars:
         out.key(4, "vars", dict(draft.quick_vars))
+    if draft.quick_timeout:
+        out.key(4, "timeout", draft.quick_timeout)
     return "\n".join(out.lines) + "\n"
 
 

@@ -1,6 +1,6 @@
 """Where a run's blocks are measured: here (`LocalBlocks`) or on a fleet (`iolab.fleet`).
 
-Drivers (`plan_run`, `ab.loop`, the bisect driver) start blocks and take them back as they
+Drivers (`plan_run`, `ab.loop`, the bisect session) start blocks and take them back as they
 finish; a `BlockSource` decides where and how many at once.  Every block runs under a lease
 (a `block_attempts` row, docs/fleet.md): locally the lease is taken when the block starts and
 each sample is stored only while it is held — the same guard a fleet worker writes through.
@@ -17,7 +17,7 @@ from typing import Protocol
 from iolab.errors import IolabError, LabError
 from iolab.lab.runner import LabSession
 from iolab.model.sample import Sample
-from iolab.plan.model import Case
+from iolab.plan.model import Case, Plan
 from iolab.store import leases
 from iolab.store.store import Store
 
@@ -81,6 +81,14 @@ class LocalBlocks:
     def stop(self, unused: Sequence[int] = ()) -> list[int]:
         self._queue.clear()
         return []
+
+    def abandon(self) -> None:
+        """The run ends with an error: nothing queued here has started."""
+        self._queue.clear()
+
+    def use_plan(self, plan: Plan) -> None:
+        """A bisect's plan gained an arm: here each block is given its cases, which carry
+        all of it."""
 
 
 def run_leased(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +121,10 @@ def _runs_here(plan: Plan, *, here: bool) -> None:
     why = plan.unmeetable()
     if why is not None:
         raise RefusedError(f"{plan.path or plan.name}: refusing: {why}")
+    # kernels named by commit: `ab --kernel-repo` reads them as the releases it built first
+    why = plan.needs_kernel_repo()
+    if why is not None:
+        raise PlanError(f"{plan.path or plan.name}: {why}")
     why = plan.needs_worker() if here else None
     if why is not None:
         raise PlanError(f"{plan.path or plan.name}: {why}")
@@ -141,13 +145,23 @@ def start(
 
 
 def reopen(
-    store: Store, run_id: int, *, kind: str, destroy_data: bool = False, here: bool = True
+    store: Store,
+    run_id: int,
+    *,
+    kind: str,
+    destroy_data: bool = False,
+    here: bool = True,
+    template_sha256: str | None = None,
+    derive: Callable[[Plan], Plan] | None = None,
 ) -> OpenRun:
     """Run `run_id` again with its own plan and seed, after the same preflight as a new run.
 
     The run must be of `kind` and not running elsewhere; its plan file must be where it was
     and unchanged (SHA-256), so that the block orders and cases that follow are the ones
-    the run started with.
+    the run started with.  A run that stored a plan derived from the file (a kernel bisect's,
+    one variant per kernel; an ab run's with its kernel commits' releases) gives the file's
+    own SHA-256 as `template_sha256`; the plan returned is then the file's, or what `derive`
+    makes of it before it is checked.
     """
     info = store.run(run_id)
     if info.kind != kind:
@@ -159,8 +173,10 @@ def reopen(
     if not Path(info.plan_path).is_file():
         raise PlanError(f"{info.plan_path}: the plan of run {run_id} is gone; cannot resume")
     plan = load_plan(info.plan_path, profile)
-    if info.plan_hash and plan.sha256 != info.plan_hash:
+    wanted = template_sha256 or info.plan_hash
+    if wanted and plan.sha256 != wanted:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
+    plan = derive(plan) if derive is not None else plan
     _runs_here(plan, here=here)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     if here:

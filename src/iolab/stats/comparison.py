@@ -24,7 +24,8 @@ from iolab.stats._nulls import (
     signed_rank_lower_count,
 )
 from iolab.stats.histogram import HistogramInput, histogram_shift
-from iolab.stats.multiple import adjust, graphical_holm
+from iolab.stats.maxt import JointResult, joint_maxt
+from iolab.stats.multiple import adjust, graphical, graphical_holm
 from iolab.stats.summary import summarize
 from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput, Summary
 from iolab.stats.verdict import decide, runs_needed
@@ -41,6 +42,18 @@ def pair_by_block(
     blocks_b: Sequence[str | int],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[str]]:
     """Values of A and B that share a block id, in block order; repeated ids are averaged."""
+    pa, pb, _, warnings = _paired(a, b, blocks_a, blocks_b)
+    return pa, pb, warnings
+
+
+def _paired(
+    a: Sequence[float],
+    b: Sequence[float],
+    blocks_a: Sequence[str | int],
+    blocks_b: Sequence[str | int],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[str | int], list[str]]:
+    """`pair_by_block`, with the block id of each pair (the joint correction lines the
+    metrics of one block up by it)."""
     if len(a) != len(blocks_a) or len(b) != len(blocks_b):
         raise ValueError("each sample needs exactly one block id")
     warnings: list[str] = []
@@ -58,7 +71,7 @@ def pair_by_block(
         warnings.append("some blocks hold several runs of one side: their mean was used")
     pa = np.array([float(np.mean(side_a[k])) for k in common])
     pb = np.array([float(np.mean(side_b[k])) for k in common])
-    return pa, pb, warnings
+    return pa, pb, common, warnings
 
 
 def _min_n_unpaired(alpha: float) -> int:
@@ -118,6 +131,12 @@ class _Prepared:
     log_scale: bool
     scale: float
     bounds: tuple[float, float] | None
+    # the values the test compared (pairs in block order, or each side's samples) and the
+    # block id (paired) or sample id (unpaired) of each: the joint correction's rows
+    values_a: NDArray[np.float64]
+    values_b: NDArray[np.float64]
+    rows_a: tuple[str | int, ...]
+    rows_b: tuple[str | int, ...]
 
 
 def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
@@ -136,7 +155,8 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
     paired = item.blocks_a is not None and item.blocks_b is not None
     if paired:
         assert item.blocks_a is not None and item.blocks_b is not None
-        va, vb, pw = pair_by_block(item.a, item.b, item.blocks_a, item.blocks_b)
+        va, vb, keys, pw = _paired(item.a, item.b, item.blocks_a, item.blocks_b)
+        rows_a = rows_b = tuple(keys)
         warnings += pw
         if va.size == 0:
             warnings.append("no block holds both sides: compared unpaired")
@@ -144,6 +164,8 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
     if not paired:
         va = np.asarray(item.a, dtype=float)
         vb = np.asarray(item.b, dtype=float)
+        rows_a = tuple(item.ids_a) if item.ids_a is not None else tuple(range(va.size))
+        rows_b = tuple(item.ids_b) if item.ids_b is not None else tuple(range(vb.size))
 
     log_scale = bool(np.all(va > 0) and np.all(vb > 0))
     scale = abs(sh.sorted_median(np.sort(va)))  # np.median, without loading numpy.ma
@@ -205,6 +227,10 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
         log_scale=log_scale,
         scale=scale,
         bounds=bounds,
+        values_a=va,
+        values_b=vb,
+        rows_a=rows_a,
+        rows_b=rows_b,
     )
 
 
@@ -388,6 +414,62 @@ def _known(p_value: float | None) -> float:
     return float(p_value)
 
 
+_ALIAS_TOLERANCE = 1e-9  # "exact" multiples: every ratio equal to this relative tolerance
+
+
+def _aliases(prepared: Sequence[_Prepared], idx: Sequence[int]) -> dict[int, list[int]]:
+    """Secondary metrics that are one measurement: equal, or exact multiples of each
+    other, in every sample (jbd2.transactions and transactions_requested; io_bytes and
+    total_ios at one block size).  Representative index → the others; the representative is
+    the shortest name (then the first in order)."""
+    # exact multiples (by a positive factor) order their samples alike: metrics are only
+    # compared within a design and an order, then value by value
+    buckets: dict[tuple[object, ...], list[tuple[int, NDArray[np.float64]]]] = {}
+    for i in idx:
+        prep = prepared[i]
+        values = np.concatenate([prep.values_a, prep.values_b])
+        nonzero = np.flatnonzero(values)
+        if nonzero.size == 0 or not np.all(np.isfinite(values)):
+            continue
+        shape = values / values[nonzero[0]]
+        order = np.argsort(shape, kind="stable").tobytes()
+        buckets.setdefault((prep.paired, prep.rows_a, prep.rows_b, order), []).append((i, shape))
+    out: dict[int, list[int]] = {}
+    for members in buckets.values():
+        left = list(members)
+        while len(left) > 1:
+            _, shape = left[0]
+            tolerance = _ALIAS_TOLERANCE * np.maximum(np.abs(shape), 1.0)
+            same = [(j, r) for j, r in left if np.all(np.abs(r - shape) <= tolerance)]
+            left = [(j, r) for j, r in left if all(j != k for k, _ in same)]
+            if len(same) > 1:
+                group = [j for j, _ in same]
+                rep = min(group, key=lambda i: (len(prepared[i].item.name), i))
+                out[rep] = [i for i in group if i != rep]
+    return out
+
+
+def _joint(prepared: Sequence[_Prepared], idx: Sequence[int]) -> JointResult | None:
+    """Step-down max-T of the metrics `idx`, jointly, over their design's relabellings;
+    None when they do not share one design (some paired, some not)."""
+
+    designs = {prepared[i].paired for i in idx}
+    if len(designs) != 1:
+        return None
+    (paired,) = designs
+    keys_a = list(dict.fromkeys(k for i in idx for k in prepared[i].rows_a))
+    keys_b = keys_a if paired else list(dict.fromkeys(k for i in idx for k in prepared[i].rows_b))
+    row_a = {k: r for r, k in enumerate(keys_a)}
+    row_b = {k: r for r, k in enumerate(keys_b)}
+    a = np.full((len(keys_a), len(idx)), np.nan)
+    b = np.full((len(keys_b), len(idx)), np.nan)
+    for col, i in enumerate(idx):
+        prep = prepared[i]
+        a[[row_a[k] for k in prep.rows_a], col] = prep.values_a
+        b[[row_b[k] for k in prep.rows_b], col] = prep.values_b
+    return joint_maxt(a, b, paired)
+
+
 def compare(
     metrics: Sequence[MetricInput],
     histograms: Sequence[HistogramInput] = (),
@@ -396,15 +478,22 @@ def compare(
     margin_pct: float = DEFAULT_MARGIN_PCT,
     correction: Correction = "holm",
     secondary_share: float = DEFAULT_SECONDARY_SHARE,
+    fold_equal: bool = True,
 ) -> Comparison:
     """A whole table.  Secondary metrics and histogram shifts form one family.
 
     "holm": a graphical Holm procedure over KPIs and secondary tests together; the chance of
     any false regression/improvement/changed in the whole table is at most alpha.  KPIs get
     (1 - secondary_share) of alpha, the secondary family the rest, and the secondary family
-    inherits the KPIs' alpha once every KPI has a verdict (docs/statistics.md).
+    inherits the KPIs' alpha once every KPI has a verdict (docs/statistics.md).  Inside the
+    secondary family the metrics are corrected jointly, by step-down max-T over the
+    design's relabellings (stats.maxt): correlated metrics cost (almost) nothing.
+    "holm-marginal": the same with plain Holm for each secondary test.
     "bh": KPIs each at alpha, secondary tests Benjamini–Hochberg at alpha (false discovery
     rate, no family-wise promise).
+    Secondary metrics that are equal or exact multiples in every sample are one test
+    (`aliases`); their rows carry the representative's adjusted p.  `fold_equal=False`
+    tests each on its own (as compare did before; the simulations' baseline).
     """
     prepared = [_prepare(m, alpha, margin_pct) for m in metrics]
     results = [_at_level(p, alpha, margin_pct, alpha) for p in prepared]
@@ -413,16 +502,36 @@ def compare(
     # hypothesis, tested once, whose p is the larger of its members' (docs/statistics.md).
     groups = _proportional_kpis(metrics, results)
     secondary_idx = [i for i, r in enumerate(results) if not r.kpi and r.p_value is not None]
+    aliases = _aliases(prepared, secondary_idx) if fold_equal else {}
+    folded = {j for others in aliases.values() for j in others}
+    family_idx = [i for i in secondary_idx if i not in folded]
     hist_idx = [i for i, s in enumerate(shifts) if s.p_value is not None]
     group_p = [max(_known(results[i].p_value) for i in g) for g in groups]
     # (not `p or 1.0`: a p-value that underflowed to 0.0 is the strongest evidence, not none)
-    family = [_known(results[i].p_value) for i in secondary_idx] + [
-        _known(shifts[i].p_value) for i in hist_idx
-    ]
-    if correction == "holm":
-        kpi_adj, adjusted = graphical_holm(group_p, family, secondary_share)
+    metric_p = [_known(results[i].p_value) for i in family_idx]
+    hist_p = [_known(shifts[i].p_value) for i in hist_idx]
+    joint = _joint(prepared, family_idx) if correction == "holm" and family_idx else None
+    warnings: list[str] = []
+    if joint is not None:
+        kpi_adj, hist_adj, in_order = graphical(
+            group_p, hist_p, secondary_share, [joint.stepdown[k] for k in range(len(joint.order))]
+        )
+        metric_adj = [1.0] * len(family_idx)
+        for k, col in enumerate(joint.order):
+            # never more significant after the correction than alone: the row's test and
+            # its interval (at the adjusted level) then agree, as for Holm
+            metric_adj[col] = max(in_order[k], metric_p[col])
+    elif correction in ("holm", "holm-marginal"):
+        if correction == "holm" and family_idx:
+            warnings.append(
+                "secondary metrics mix paired and unpaired comparisons: Holm instead of the "
+                "joint correction"
+            )
+        kpi_adj, adjusted = graphical_holm(group_p, metric_p + hist_p, secondary_share)
+        metric_adj, hist_adj = adjusted[: len(metric_p)], adjusted[len(metric_p) :]
     else:
-        kpi_adj, adjusted = list(group_p), adjust(family, correction)
+        kpi_adj, adjusted = list(group_p), adjust(metric_p + hist_p, correction)
+        metric_adj, hist_adj = adjusted[: len(metric_p)], adjusted[len(metric_p) :]
     for g, p_group, p_adj in zip(groups, group_p, kpi_adj, strict=True):
         for i in g:
             # each member is judged at the group's level: p_i <= alpha * p_group / p_adj
@@ -434,23 +543,38 @@ def compare(
             )
             if same is not None:
                 results[i] = replace(results[i], same_as=same)
-    for j, i in enumerate(secondary_idx):
-        p_i = _known(results[i].p_value)
-        results[i] = _judged(
-            prepared[i], results[i], adjusted[j], p_i, adjusted[j], alpha, margin_pct
-        )
+    for j, i in enumerate(family_idx):
+        for k in (i, *aliases.get(i, ())):
+            p_k = _known(results[k].p_value)
+            p_adj = max(metric_adj[j], p_k)
+            results[k] = _judged(prepared[k], results[k], p_adj, p_k, p_adj, alpha, margin_pct)
+        names = tuple(results[k].name for k in aliases.get(i, ()))
+        if names:
+            results[i] = replace(results[i], aliases=names)
+            for k in aliases[i]:
+                results[k] = replace(results[k], alias_of=results[i].name)
     for j, i in enumerate(hist_idx):
-        p_adj = adjusted[len(secondary_idx) + j]
+        p_adj = hist_adj[j]
         shifts[i] = replace(
             shifts[i], p_adjusted=p_adj, verdict="changed" if p_adj <= alpha else "inconclusive"
         )
-    warnings: list[str] = []
     if not any(r.kpi for r in results) and results:
         warnings.append("no KPI among the compared metrics: every metric was treated as secondary")
-    size = len(family)
-    if size > 1:
-        how = "graphical Holm (table-wide)" if correction == "holm" else "Benjamini–Hochberg"
+    procedure = _procedure(correction, joint, alpha)
+    size = len(family_idx) + len(hist_idx)
+    if size > 1 and joint is None:
+        how = "Benjamini–Hochberg" if correction == "bh" else "graphical Holm (table-wide)"
         warnings.append(f"{size} secondary tests share one {how} correction at alpha {alpha:g}")
+    elif size > 1:
+        what = f"{len(family_idx)} secondary metrics"
+        if hist_idx:
+            what += f" and {len(hist_idx)} histogram(s)"
+        warnings.append(f"{what} share one correction at alpha {alpha:g}: {procedure}")
+    if folded:
+        warnings.append(
+            f"{len(folded)} metric(s) equal to another in every sample (or an exact multiple) "
+            "were tested once, with it"
+        )
     return Comparison(
         metrics=tuple(results),
         histogram_shifts=tuple(shifts),
@@ -458,7 +582,18 @@ def compare(
         margin_pct=margin_pct,
         correction=correction,
         warnings=tuple(warnings),
+        procedure=procedure,
     )
+
+
+def _procedure(correction: Correction, joint: JointResult | None, alpha: float) -> str:
+    """The correction, named as a reader should see it."""
+    if correction == "bh":
+        return f"Benjamini–Hochberg, false discovery rate ≤ {alpha:g}; KPIs each at {alpha:g}"
+    table = f"table-wide family-wise error ≤ {alpha:g} with the KPIs"
+    if joint is None:
+        return f"Holm, {table}"
+    return f"{joint.procedure}, {table}"
 
 
 __all__ = ["Direction", "compare", "compare_metric", "pair_by_block", "with_adjusted_p"]

@@ -32,7 +32,12 @@ VERDICTS: tuple[Verdict, ...] = (
     "inconclusive",
     "changed",
 )
-Correction = Literal["holm", "bh"]
+# "holm": the table-wide family-wise procedure (graphical Holm between the KPIs and the
+# secondary family; inside it, the secondary metrics corrected jointly by step-down max-T
+# over the design's relabellings, stats.maxt).  "holm-marginal": the same split with plain
+# Holm for every secondary test (what "holm" was before max-T; kept for comparisons).
+# "bh": Benjamini–Hochberg on the secondary tests.
+Correction = Literal["holm", "holm-marginal", "bh"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ class MetricInput:
     `a` / `b`).  When given, samples of A and B that share a block id are paired and the paired
     tests are used; samples without a partner are dropped (with a warning).  When None, the
     unpaired tests are used.  `direction` None means: look it up in the metric table.
+    `ids_a` / `ids_b`: which sample each value comes from (unpaired tables: the joint
+    permutation of sample labels keeps each sample's metrics together); None = position.
     """
 
     name: str
@@ -70,6 +77,8 @@ class MetricInput:
     direction: Direction | None = None
     blocks_a: Sequence[str | int] | None = None
     blocks_b: Sequence[str | int] | None = None
+    ids_a: Sequence[str | int] | None = None
+    ids_b: Sequence[str | int] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,10 @@ class MetricComparison:
     # is judged at after the correction, so the interval excludes 0 exactly when it rejects.
     ci_level: float | None = None
     same_as: str | None = None  # a KPI proportional to this one (iops and bw_bytes): one test
+    # Secondary metrics equal to this one, or exact multiples of it, in every sample of the
+    # comparison: one measurement, one test, one row (this one names them).
+    aliases: tuple[str, ...] = ()
+    alias_of: str | None = None  # set on those others: the row that stands for them
 
     @property
     def n_a(self) -> int:
@@ -154,6 +167,14 @@ class Comparison:
     margin_pct: float
     correction: Correction  # how secondary metrics' false discoveries are controlled
     warnings: tuple[str, ...] = ()
+    # The correction as a reader should see it named, e.g. "step-down max-T over all 512
+    # joint sign flips of the blocks, within a graphical Holm split (table-wide FWER ≤ 0.05)"
+    procedure: str = ""
+
+    @property
+    def shown(self) -> tuple[MetricComparison, ...]:
+        """The rows to show: every metric except those another row stands for."""
+        return tuple(m for m in self.metrics if m.alias_of is None)
 
     @property
     def kpis(self) -> tuple[MetricComparison, ...]:

@@ -25,29 +25,27 @@ hold the package `linux-image-<release>`.
 
 Exit status non-zero: the commit is unbuildable (the engine skips it, as `git bisect skip`).
 A manifest that is missing or wrong is the hook's fault, not the commit's: it ends the
-bisect in one line.  Built commits are cached per build command and sha
-(`<cache>/kernel-builds/<digest of the command>/<sha>/`): a commit visited again, or a
-repeated bisect with the same command, is not built again (the hook's own files are not
-part of the key: after changing the script, remove the cache).
+bisect in one line.  The clone, the log, the time limit and the cache per build command and
+sha are `iolab.builds.builder`'s (`<cache>/kernels/builds/<digest of the command>/<sha>/`):
+a commit visited again, or a repeated bisect with the same command, is not built again (the
+hook's own files are not part of the key: after changing the script, remove the cache); a
+cached build whose artifacts changed is built again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.bisect.git import git
+from iolab.builds.builder import DONE, Builder
 from iolab.errors import IolabError, LabError, RefusedError
 from iolab.kernels.artifacts import file_sha256
 from iolab.plan.sections import _RELEASE
 
 MANIFEST = "manifest.json"
-DONE = "iolab-built.json"
 _KEYS = {"release", "artifacts", "release_without_sha"}
 
 
@@ -153,34 +151,25 @@ def check_debs(manifest: Manifest, where: str) -> None:
 
 
 class KernelBuilder:
-    """Builds commits with the hook, one reused work tree, results cached per sha."""
+    """Kernel commits built by the hook in one reused work tree (`iolab.builds.builder`),
+    each good build's manifest and artifact checksums kept with it."""
 
     def __init__(
         self, repo: Path, cache: Path, argv: tuple[str, ...], timeout_s: float = 6 * 3600.0
     ) -> None:
-        self.repo, self.cache, self.argv, self.timeout_s = repo, cache, argv, timeout_s
-        self.tree = cache / "tree"
-        # per build command: another --kernel-build (another config) never reuses a build
-        digest = hashlib.sha256("\0".join(argv).encode()).hexdigest()[:12]
-        self.builds = cache / "kernel-builds" / digest
-
-    def _checkout(self, sha: str) -> None:
-        self.cache.mkdir(parents=True, exist_ok=True)
-        if not (self.tree / ".git").exists():
-            # a shared clone: the user's repository is only read (no worktree entry in it)
-            shutil.rmtree(self.tree, ignore_errors=True)
-            git(self.cache, "clone", "--quiet", "--shared", "--no-checkout", str(self.repo), "tree")
-        git(self.tree, "checkout", "--quiet", "--force", "--detach", sha)
+        self.repo, self.cache, self.argv = repo, cache, argv
+        self.builder = Builder(
+            repo, cache, argv, option="--kernel-build", tree_per_commit=False, timeout_s=timeout_s
+        )
 
     def cached(self, sha: str) -> Built | None:
-        out = self.builds / sha
+        done = self.builder.recall(sha)
         try:
-            done = json.loads((out / DONE).read_text())
-            manifest = read_manifest(out, sha)
-        except (OSError, ValueError, IolabError):
+            manifest = read_manifest(self.builder.out(sha), sha) if done else None
+        except IolabError:
             return None
-        sums = tuple(str(s) for s in done.get("sha256", []))
-        if len(sums) != len(manifest.artifacts):
+        sums = tuple(str(s) for s in (done or {}).get("sha256", []))
+        if manifest is None or len(sums) != len(manifest.artifacts):
             return None
         for path, digest in zip(manifest.artifacts, sums, strict=True):
             if file_sha256(path) != digest:
@@ -192,39 +181,17 @@ class KernelBuilder:
         hit = self.cached(sha)
         if hit is not None:
             return hit
-        out = self.builds / sha
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        self._checkout(sha)
         env = {
-            **os.environ,
             "IOLAB_KERNEL_SHA": sha,
             "IOLAB_KERNEL_SHA12": short(sha),
             "IOLAB_KERNEL_LOCALVERSION": f"-iolab-{short(sha)}",
-            "IOLAB_KERNEL_OUT": str(out),
+            "IOLAB_KERNEL_OUT": str(self.builder.out(sha)),
             "IOLAB_KERNEL_REPO": str(self.repo),
         }
-        log = self.cache / "logs" / f"{sha}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with log.open("wb") as fh:
-                proc = subprocess.run(
-                    list(self.argv),
-                    cwd=self.tree,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=fh,
-                    stderr=subprocess.STDOUT,
-                    timeout=self.timeout_s,
-                    check=False,
-                )
-        except FileNotFoundError:
-            raise IolabError(f"--kernel-build: {self.argv[0]} not found") from None
-        except subprocess.TimeoutExpired:
-            return Built(sha, False, f"the build took longer than {self.timeout_s:g} s (log {log})")
-        if proc.returncode != 0:
-            return Built(sha, False, f"the build hook exited {proc.returncode} (log {log})")
-        manifest = read_manifest(out, sha)
+        ran = self.builder.run(sha, env)
+        if ran.reason is not None:
+            return Built(sha, False, ran.reason)
+        manifest = read_manifest(ran.out, sha)
         sums = tuple(file_sha256(p) for p in manifest.artifacts)
-        (out / DONE).write_text(json.dumps({"sha256": list(sums)}))
+        self.builder.remember(sha, {"sha256": list(sums)})
         return Built(sha, True, manifest=manifest, sha256=sums)

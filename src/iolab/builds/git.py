@@ -1,5 +1,6 @@
-"""The commits of a bisection, read from the user's repository (read-only: rev-parse,
-rev-list, show).  Every git call is an argument list."""
+"""The commits of a user's repository, read only (rev-parse, rev-list, show, merge-base):
+what `iolab bisect` bisects and `iolab ab --kernel-repo` builds.  Every git call is an
+argument list."""
 
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ def git(repo: Path, *args: str, timeout: float = 120.0) -> str:
     return proc.stdout
 
 
-def resolve(repo: Path, rev: str, what: str) -> str:
+def resolve(repo: Path, rev: str, what: str, option: str = "--repo") -> str:
     """The full sha of `rev` in `repo`, or a one-line IolabError."""
     if not (repo / ".git").exists() and not (repo / "HEAD").exists():
-        raise IolabError(f"--repo {str(repo)!r}: not a git repository")
+        raise IolabError(f"{option} {str(repo)!r}: not a git repository")
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
     except LabError:
@@ -62,6 +63,13 @@ def candidates(repo: Path, good: str, bad: str) -> list[str]:
             "the branch with its own ends"
         )
     return shas
+
+
+def commit_range(repo: Path, good: str, bad: str, option: str) -> list[str]:
+    """The bisect's commits: the good end, then the candidates (the bad end last)."""
+    g = resolve(repo, good, "--good", option)
+    b = resolve(repo, bad, "--bad", option)
+    return [g, *candidates(repo, g, b)]
 
 
 def describe(repo: Path, sha: str) -> Commit:

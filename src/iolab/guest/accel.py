@@ -1,0 +1,100 @@
+"""Which QEMU accelerator guests use: KVM when it really runs a guest, else TCG.
+
+An openable /dev/kvm is not enough: on a nested host the device opens and a VM is created, but
+the virtual CPU never runs (QEMU waits forever, the kernel prints nothing).  So the first guest
+of a boot runs a probe: a 512-byte boot sector that writes to QEMU's isa-debug-exit port, which
+ends QEMU with status 3 at once.  KVM is used only when that probe exits so within its time
+limit; the answer is kept for the rest of the host's boot (the kernel's boot id names it).
+`$IOLAB_GUEST_ACCEL` (`kvm` or `tcg`) overrides the probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+ENV = "IOLAB_GUEST_ACCEL"
+CACHE_DIR = Path("/run/iolab")
+PROBE_SECONDS = 10.0
+_EXIT_PORT = 0xF4
+_PROBE_STATUS = 3  # isa-debug-exit: (value << 1) | 1 for the value 1 the probe writes
+
+
+def _boot_sector() -> bytes:
+    """mov al,1; out 0xf4,al; hlt; jmp back to hlt: ends QEMU through isa-debug-exit."""
+    code = bytes([0xB0, 0x01, 0xE6, _EXIT_PORT, 0xF4, 0xEB, 0xFD])
+    return code + bytes(510 - len(code)) + b"\x55\xaa"
+
+
+def probe_argv(image: Path) -> list[str]:
+    return [
+        "qemu-system-x86_64",
+        "-machine",
+        "pc,accel=kvm",
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-device",
+        f"isa-debug-exit,iobase={_EXIT_PORT:#x},iosize=0x04",
+        "-drive",
+        f"file={image},format=raw,if=ide",
+    ]
+
+
+def kvm_runs(timeout: float = PROBE_SECONDS) -> bool:
+    """True when a KVM guest executes its first instructions within `timeout` seconds."""
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    os.close(fd)
+    with tempfile.TemporaryDirectory(prefix="iolab-kvm-probe-") as tmp:
+        image = Path(tmp) / "probe.img"
+        image.write_bytes(_boot_sector())
+        try:
+            done = subprocess.run(
+                probe_argv(image),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False  # run() killed the probe's QEMU on the timeout
+    return done.returncode == _PROBE_STATUS
+
+
+def _boot_id() -> str:
+    with contextlib.suppress(OSError):
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return "unknown"
+
+
+def accelerator(cache_dir: Path = CACHE_DIR) -> str:
+    """`kvm` or `tcg`: the override, else this boot's probe result (probed once per boot)."""
+    chosen = os.environ.get(ENV, "").strip()
+    if chosen:
+        return chosen
+    cache = cache_dir / f"guest-accel.{_boot_id()}"
+    with contextlib.suppress(OSError):
+        known = cache.read_text().strip()
+        if known in ("kvm", "tcg"):
+            return known
+    found = "kvm" if kvm_runs() else "tcg"
+    with contextlib.suppress(OSError):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}")
+        tmp.write_text(found + "\n")
+        tmp.replace(cache)
+    return found
+
+
+def cpu_model(accel: str) -> str:
+    """The guest CPU: the host's own under KVM, QEMU's fullest emulated one under TCG."""
+    return "host" if accel == "kvm" else "max"
