@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from iolab.bisect.kernel_build import KernelBuilder, short
+from iolab.builds.kernel import KernelBuilder, short
 
 HERE = Path(__file__).resolve().parent
 
@@ -61,7 +61,7 @@ def main() -> None:
         Path(info["tree"]), Path(info["build_cache"]), (info["hook"], info["config"])
     )
     log = Path(info["tree"]).parent / "builds.jsonl"
-    warm_checkout(builder.tree, shas[0])
+    warm_checkout(builder.builder.clone, shas[0])
     for name, sha in zip(wanted, shas, strict=True):
         load0 = os.getloadavg()[0]
         start = time.monotonic()

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from guest_fixtures import KERNEL_A, guest_image
-from iolab.bisect.kernel_build import Built, KernelBuilder, short
+from iolab.builds.kernel import Built, KernelBuilder, short
 from iolab.guest import run
 
 WORK = Path(os.environ.get("IOLAB_KERNEL_TREE_WORK", "/var/cache/iolab/kernel-tree"))
