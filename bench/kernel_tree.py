@@ -310,9 +310,15 @@ def builder_inputs(work: Path, config: Path) -> dict[str, str]:
         tmp.write_bytes(body)
         tmp.chmod(0o755)
         tmp.rename(hook)
+    # iolab's own layout: `bisect --cache C` builds kernels in C/kernels, `ab --kernel-repo`
+    # in $XDG_CACHE_HOME/iolab/bisect/kernels — one directory serves both
+    xdg = work / "xdg"
+    bisect_cache = xdg / "iolab" / "bisect"
     return {
         "hook": str(hook),
-        "build_cache": str(work / "cache"),
+        "build_cache": str(bisect_cache / "kernels"),
+        "bisect_cache": str(bisect_cache),
+        "xdg_cache_home": str(xdg),
         "kernel_build": f"{hook} {config}",
     }
 
@@ -355,8 +361,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(known, indent=1))
         return
-    for key in ("tree", "config", "hook", "build_cache", "kernelversion", "base",
-                "planted_parent", "planted"):  # fmt: skip
+    for key in ("tree", "config", "hook", "build_cache", "bisect_cache", "xdg_cache_home",
+                "kernelversion", "base", "planted_parent", "planted"):  # fmt: skip
         print(f"{key}={known[key]}")
     for key in ("planted_tip", "harmless_tip", "reverted_tip", "unbuildable",
                 "unbuildable_planted", "unbuildable_tip"):  # fmt: skip
