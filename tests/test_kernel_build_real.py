@@ -2,9 +2,10 @@
 through iolab's builder, and each built kernel booted under QEMU to its console banner.
 
 Needs a kernel git repository of at least two commits and a base config, which
-`bench/kernel-build-real` makes (Debian's linux-source-6.1 as one commit, a one-line change
-as the next, a tinyconfig with a serial console) and passes in `IOLAB_KERNEL_TREE` and
-`IOLAB_KERNEL_BASE_CONFIG`.  Minutes of compiling on two cores: not part of `make test`.
+`bench/kernel-build-real` makes (bench/kernel_tree.py's tree: Debian's linux-source-6.1 and
+17 commits on it; a tinyconfig with a serial console; the tree's last two commits are built)
+and passes in `IOLAB_KERNEL_TREE` and `IOLAB_KERNEL_BASE_CONFIG`.  Minutes of compiling on
+two cores: not part of `make test`.  The guest's own config: tests/test_guest_kernel_built.py.
 
 What it proves that the packaged stand-ins of test_guest_kernel_git cannot: the hook's
 `LOCALVERSION` gives each commit a release carrying its sha, `make kernelrelease` agrees with

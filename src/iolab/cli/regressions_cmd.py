@@ -113,3 +113,20 @@ def import_command(ctx: click.Context, mail: str) -> None:
             if h.direction == "improvement"
             else f"skipped: {shown(h.metric)} {h.change_pct:+.1f}% (no direction stated)"
         )
+
+
+@command.command("answer")
+@click.argument("regression_id", metavar="ID", type=int)
+@click.argument("run_id", metavar="RUN", type=int)
+@click.pass_context
+def answer_command(ctx: click.Context, regression_id: int, run_id: int) -> None:
+    """Record what an A/B run found for an entry: reproduced, not reproduced, or not known.
+
+    The run's variants that name the entry's base and commit (`kernel: {commit: SHA}`) are
+    compared; a run of two other variants is taken as baseline → commit.  An `iolab ab` of
+    the entry's two commits answers it by itself when it ends."""
+    from iolab.history.answers import answer_from_run, answer_note, answers
+
+    with open_store(store_location(ctx), must_exist=True) as store:
+        entry = answer_from_run(store, regression_id, run_id)
+    click.echo(f"regression {entry.id}: {shown(answer_note(answers(entry)[-1], run_id))}")

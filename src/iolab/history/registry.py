@@ -89,18 +89,30 @@ def record_report(
     b_selector: str | None = None,
     run_id: int | None = None,
 ) -> list[int]:
-    """Open an entry for every KPI verdict "regression" of a compare or ab report.
+    """Open an entry for every KPI verdict "regression" of a compare or ab report; an ab
+    run of an imported entry's base and commit answers that entry instead
+    (`iolab.history.answers`).
 
     `a_selector` (with `b_selector` for a pair) is what the user selected: the A side of each
     group, narrowed to its cell, is kept as the pre-regression level that `mark fixed` will
     measure evidence against.  `run_id`: the run the regression shows in, when one is known.
     """
     from iolab.analysis.select import parse_selector
+    from iolab.history.answers import answer_imported
 
     if run_id is None and b_selector is not None:
         run_id = parse_selector(b_selector).run_id
+    # an ab run of an imported entry's two commits answers that entry (docs/history.md)
+    # rather than opening a second one for the same regression
+    answered = set()
+    if origin == "ab" and run_id is not None:
+        answered = {
+            frozenset((base, bad)) for _, base, bad in answer_imported(store, report, run_id)
+        }
     ids = []
     for group in report.groups:
+        if frozenset((group.a_name, group.b_name)) in answered:
+            continue
         cell = ",".join(f"{k}={group.cell[k]}" for k in sorted(group.cell))
         for m in group.comparison.kpis:
             if m.verdict != "regression":

@@ -196,6 +196,7 @@ def regression_json(r: Regression) -> dict[str, Any]:
         "ci_low_pct": r.ci_low_pct,
         "ci_high_pct": r.ci_high_pct,
         "p_value": r.p_value,
+        "lab": r.details.get("lab") or {},  # the lab's answers and bisects (docs/history.md)
         "log": [
             {
                 "at": e.at.isoformat(),

@@ -144,6 +144,51 @@ def update_details(store: Store, regression_id: int, details: dict[str, Any], no
         session.commit()
 
 
+def record_finding(
+    store: Store,
+    regression_id: int,
+    details: dict[str, Any],
+    note: str,
+    evidence_run_id: int | None = None,
+    status: str | None = None,
+    columns: dict[str, str | None] | None = None,
+) -> None:
+    """What the lab found for an entry, in one transaction: its details replaced, the
+    `culprit`/`commit_range` columns set (`columns`), the status changed (or kept), and a
+    log line with the note and the run it comes from."""
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {STATUSES}")
+    allowed = {"culprit", "commit_range"}
+    if columns and not set(columns) <= allowed:
+        raise ValueError(f"columns {sorted(set(columns) - allowed)} cannot be set")
+    with store._session(write=True) as session:
+        row = session.execute(
+            select(regressions.c.status).where(regressions.c.id == regression_id)
+        ).first()
+        if row is None:
+            raise StoreError(f"no regression {regression_id} in the registry")
+        new_status = status or row.status
+        session.execute(
+            update(regressions)
+            .where(regressions.c.id == regression_id)
+            .values(details=details, status=new_status, **(columns or {}))
+        )
+        session.execute(
+            insert(regression_events),
+            [
+                {
+                    "regression_id": regression_id,
+                    "at": _now(),
+                    "old_status": row.status,
+                    "new_status": new_status,
+                    "note": note,
+                    "evidence_run_id": evidence_run_id,
+                }
+            ],
+        )
+        session.commit()
+
+
 def entries(
     store: Store, status: Sequence[str] | None = None, ids: Sequence[int] | None = None
 ) -> list[Regression]:
