@@ -31,6 +31,9 @@ from iolab.builds.git import git
 from iolab.errors import IolabError
 
 DONE = "iolab-built.json"
+# writing a whole work tree: a kernel tree (~80k files) took over 2 minutes on a loaded 2-core
+# machine, where git's other calls take seconds
+CHECKOUT_S = 1800.0
 
 
 def command(text: str | None, option: str) -> tuple[str, ...]:
@@ -147,17 +150,21 @@ class Builder:
         (self.out(sha) / DONE).write_text(json.dumps(dict(data)))
 
     def _checkout(self, sha: str) -> Path:
+        """The commit's work tree (one per commit, or the one tree moved to it)."""
         if not (self.clone / ".git").exists():
             self.root.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(self.clone, ignore_errors=True)
             git(self.root, "clone", "--quiet", "--shared", "--no-checkout", str(self.repo), "clone")
         tree = self.tree(sha)
         if not self.tree_per_commit:
-            git(tree, "checkout", "--quiet", "--force", "--detach", sha)
+            git(tree, "checkout", "--quiet", "--force", "--detach", sha, timeout=CHECKOUT_S)
         elif not tree.exists():
             tree.parent.mkdir(parents=True, exist_ok=True)
             git(self.clone, "worktree", "prune")
-            git(self.clone, "worktree", "add", "--quiet", "--force", "--detach", str(tree), sha)
+            git(
+                self.clone, "worktree", "add", "--quiet", "--force", "--detach", str(tree), sha,
+                timeout=CHECKOUT_S,
+            )  # fmt: skip
         return tree
 
     def run(self, sha: str, env: Mapping[str, str]) -> Ran:
