@@ -129,7 +129,10 @@ def test_import_needs_label(db: Path) -> None:
 # -- the store location -------------------------------------------------------------------
 
 
-def test_unusable_stores(tmp_path: Path) -> None:
+def test_unusable_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a server store that does not answer is waited for (docs/fleet.md, cold starts); with
+    # no waiting budget the refusal is one line at once
+    monkeypatch.setenv("IOLAB_DB_WAIT_S", "0")
     not_sqlite = tmp_path / "notes.db"
     not_sqlite.write_text("my notes\n")
     cases = {

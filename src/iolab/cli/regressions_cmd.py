@@ -124,7 +124,12 @@ def answer_command(ctx: click.Context, regression_id: int, run_id: int) -> None:
 
     The run's variants that name the entry's base and commit (`kernel: {commit: SHA}`) are
     compared; a run of two other variants is taken as baseline → commit.  An `iolab ab` of
-    the entry's two commits answers it by itself when it ends."""
+    the entry's two commits answers it by itself when it ends.
+
+    \b
+    Example:
+      iolab regressions answer 3 41
+    """
     from iolab.history.answers import answer_from_run, answer_note, answers
 
     with open_store(store_location(ctx), must_exist=True) as store:
