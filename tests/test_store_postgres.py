@@ -97,6 +97,7 @@ def test_same_schema_on_sqlite_and_postgres(pg_location: str, tmp_path: Path) ->
         "regression_keys",
         "fleet_hosts",
         "block_attempts",
+        "run_cancels",
         "iolab_schema_version",
     }
     assert lite_shape == pg_shape
