@@ -93,18 +93,14 @@ def set_status(
     if status not in STATUSES:
         raise ValueError(f"status {status!r} is not one of {STATUSES}")
     with store._session(write=True) as session:
-        row = session.execute(
-            select(regressions.c.status).where(regressions.c.id == regression_id)
-        ).first()
-        if row is None:
-            raise StoreError(f"no regression {regression_id} in the registry")
+        old_status = _status_of(session, regression_id)
         session.execute(
             insert(regression_events),
             [
                 {
                     "regression_id": regression_id,
                     "at": _now(),
-                    "old_status": row.status,
+                    "old_status": old_status,
                     "new_status": status,
                     "note": note,
                     "evidence_run_id": evidence_run_id,
@@ -120,11 +116,7 @@ def set_status(
 def update_details(store: Store, regression_id: int, details: dict[str, Any], note: str) -> None:
     """Replace an entry's details and log why (an event that keeps its status)."""
     with store._session(write=True) as session:
-        row = session.execute(
-            select(regressions.c.status).where(regressions.c.id == regression_id)
-        ).first()
-        if row is None:
-            raise StoreError(f"no regression {regression_id} in the registry")
+        old_status = _status_of(session, regression_id)
         session.execute(
             update(regressions).where(regressions.c.id == regression_id).values(details=details)
         )
@@ -134,8 +126,8 @@ def update_details(store: Store, regression_id: int, details: dict[str, Any], no
                 {
                     "regression_id": regression_id,
                     "at": _now(),
-                    "old_status": row.status,
-                    "new_status": row.status,
+                    "old_status": old_status,
+                    "new_status": old_status,
                     "note": note,
                     "evidence_run_id": None,
                 }
@@ -162,12 +154,8 @@ def record_finding(
     if columns and not set(columns) <= allowed:
         raise ValueError(f"columns {sorted(set(columns) - allowed)} cannot be set")
     with store._session(write=True) as session:
-        row = session.execute(
-            select(regressions.c.status).where(regressions.c.id == regression_id)
-        ).first()
-        if row is None:
-            raise StoreError(f"no regression {regression_id} in the registry")
-        new_status = status or row.status
+        old_status = _status_of(session, regression_id)
+        new_status = status or old_status
         session.execute(
             update(regressions)
             .where(regressions.c.id == regression_id)
@@ -179,7 +167,7 @@ def record_finding(
                 {
                     "regression_id": regression_id,
                     "at": _now(),
-                    "old_status": row.status,
+                    "old_status": old_status,
                     "new_status": new_status,
                     "note": note,
                     "evidence_run_id": evidence_run_id,
@@ -208,6 +196,16 @@ def get(store: Store, regression_id: int) -> Regression:
     if not found:
         raise StoreError(f"no regression {regression_id} in the registry")
     return found[0]
+
+
+def _status_of(session: Connection, regression_id: int) -> str:
+    """The entry's status now, or one line naming the id when there is no such entry."""
+    row = session.execute(
+        select(regressions.c.status).where(regressions.c.id == regression_id)
+    ).first()
+    if row is None:
+        raise StoreError(f"no regression {regression_id} in the registry")
+    return str(row.status)
 
 
 def _entry(session: Connection, row: Row[Any]) -> Regression:
