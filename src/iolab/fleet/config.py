@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iolab.envsettings import env_seconds
 from iolab.errors import IolabError
 from iolab.kernels.hooks import parse as parse_hooks
 
@@ -70,16 +71,7 @@ class HostConfig:
 
 def heartbeat_s(configured: float = DEFAULT_HEARTBEAT_S) -> float:
     """The heartbeat interval: $IOLAB_FLEET_HEARTBEAT_S, else `configured`."""
-    text = os.environ.get("IOLAB_FLEET_HEARTBEAT_S")
-    if not text:
-        return configured
-    try:
-        value = float(text)
-    except ValueError:
-        raise IolabError(f"IOLAB_FLEET_HEARTBEAT_S={text!r} is not a number of seconds") from None
-    if not 0.2 <= value <= 3600:
-        raise IolabError("IOLAB_FLEET_HEARTBEAT_S must be between 0.2 and 3600 seconds")
-    return value
+    return env_seconds("IOLAB_FLEET_HEARTBEAT_S", configured, 0.2, 3600)
 
 
 def check_name(value: str, what: str) -> str:

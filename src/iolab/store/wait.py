@@ -10,12 +10,12 @@ SQLite files are never waited for: they are there or not.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from iolab.envsettings import env_seconds
 from iolab.errors import StoreError
 
 T = TypeVar("T")
@@ -53,16 +53,7 @@ _PERMANENT = (
 
 def wait_budget_s() -> float:
     """$IOLAB_DB_WAIT_S, else 120 s."""
-    value = os.environ.get("IOLAB_DB_WAIT_S")
-    if not value:
-        return DEFAULT_WAIT_S
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise StoreError(f"IOLAB_DB_WAIT_S={value!r} is not a number of seconds") from None
-    if not 0 <= seconds <= 7 * 86400:
-        raise StoreError("IOLAB_DB_WAIT_S must be between 0 and 604800 seconds")
-    return seconds
+    return env_seconds("IOLAB_DB_WAIT_S", DEFAULT_WAIT_S, 0, 7 * 86400, StoreError)
 
 
 def transient(message: str) -> bool:
