@@ -242,7 +242,7 @@ def test_lab_runs_are_medians_ordered_by_version_tag(tmp_path: Path) -> None:
                     "lab",
                     label="nightly",
                     host="box",
-                    meta={"kpis": ["write.iops"]},
+                    meta={"kpis": [{"metric": "write.iops", "direction": "higher"}]},
                     tags={"kernel": kernel, "machine": machine},
                 )
                 level = 1000.0 * (0.9 if int(kernel.split(".")[1]) >= 10 else 1.0)

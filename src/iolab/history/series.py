@@ -23,6 +23,7 @@ from pathlib import PurePath
 from iolab.errors import IolabError
 from iolab.history.types import Case, Point
 from iolab.model.sample import RunInfo, Sample
+from iolab.runs.meta import recorded_kpis
 
 # an import's KPIs in a history: the iops of each direction.  Not also bw_bytes (as compare
 # does): at a fixed block size it is the same series again, and one step would open two
@@ -68,9 +69,9 @@ def _plan(run: RunInfo) -> str | None:
 
 
 def _kpis(run: RunInfo, names: set[str]) -> set[str]:
-    recorded = run.meta.get("kpis") if run.kind != "import" else None
-    if isinstance(recorded, list) and recorded:
-        return {str(k) for k in recorded}
+    recorded = {k.metric for k in recorded_kpis(run)} if run.kind != "import" else set()
+    if recorded:
+        return recorded
     return {n for n in names if any(fnmatchcase(n, g) for g in _IMPORT_KPIS)}
 
 
