@@ -48,7 +48,7 @@ def test_variants_by_commit_and_by_release(tmp_path: Path) -> None:
     assert (head.kernel_commit, head.kernel_cmdline) == (NEW_SHA, ("quiet",))
     assert (release.kernel, release.kernel_commit) == ("6.1.0-50-cloud-amd64", None)
     assert plan.switches_kernels and plan.kernel_commits() == (BASE_SHA, NEW_SHA)
-    assert "give --kernel-repo DIR" in (plan.needs_kernel_repo() or "")
+    assert "--kernel-repo DIR" in (plan.needs_kernel_repo() or "")
     assert "commit 4d0d4b9c0b1e" in (plan.needs_worker() or "")
 
 
@@ -82,6 +82,10 @@ def test_run_and_ab_without_a_kernel_repository_refuse_in_one_line(
     done = CliRunner().invoke(cli, ["--db", db, command, path])
     assert done.exit_code == 2, done.output
     (line,) = done.stderr.strip().splitlines()
-    assert line.endswith("they are built from a kernel repository: give --kernel-repo DIR")
+    # `iolab run` has no --kernel-repo: the line names the command that builds them
+    assert line.endswith(
+        "they are built from a kernel repository: "
+        "`iolab ab PLAN --kernel-repo DIR --kernel-build CMD --fleet CLASS`"
+    )
     release = write(tmp_path, "variants:\n  a: {kernel: 6.1.0-50-cloud-amd64}\n  now: {}\n")
     assert CliRunner().invoke(cli, ["--db", db, command, release]).exit_code == done.exit_code

@@ -263,7 +263,7 @@ class Plan:
         shown = ", ".join(c[:12] for c in commits)
         return (
             f"the plan's cases name kernels by commit ({shown}); they are built from a kernel "
-            "repository: give --kernel-repo DIR"
+            "repository: `iolab ab PLAN --kernel-repo DIR --kernel-build CMD --fleet CLASS`"
         )
 
     def requirements(self) -> frozenset[str]:
