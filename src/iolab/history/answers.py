@@ -15,7 +15,8 @@ test down against its base.  The lab answers it in two ways (docs/history.md):
   not named by commit).  Reproduced sets the entry `confirmed`; the other answers keep its
   status.  Each answer is a log line whose evidence is the run, and `details["lab"]` keeps
   them all.
-- **A bisect over the range** (`record_bisect`, called by the kernel bisect when it ends):
+- **A bisect over the range** (`record_bisect`, for a script to call when a kernel bisect
+  ends; `iolab bisect` does not call it yet):
   "found" makes the culprit the entry's `culprit` (what `--format regzbot` prints as
   `#regzbot introduced:`), "range" its `commit_range` (the robot's claim stays in
   `details["commit"]`); "no regression" and "not known" are logged and change nothing else.
