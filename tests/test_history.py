@@ -8,6 +8,7 @@ The series are made from a real fio 3.33 JSON output (tests/data): each copy get
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -325,3 +326,33 @@ def test_user_text_is_escaped(tmp_path: Path) -> None:
         assert "\x1b" not in out and "\x07" not in out and "\\x1b[31m" in out
         if fmt == "markdown":
             assert "v\\|" in out and "vm\\x1b[31m\\|1" in out
+
+
+def _documented(schema: str) -> dict[str, Any]:
+    """The example of `schema` that docs/history.md shows, parsed."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "history.md").read_text()
+    blocks = re.findall(r"^```json\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    (block,) = [b for b in blocks if f'"schema": "{schema}"' in b]
+    found: dict[str, Any] = json.loads(block)
+    return found
+
+
+def test_the_json_docs_history_shows_has_the_keys_the_commands_write(tmp_path: Path) -> None:
+    """docs/history.md's examples of both schemas name exactly the keys written, at every level."""
+    db = tmp_path / "s.db"
+    files = write_series(tmp_path, noisy(60, 0.02, 7, step_at=40, step=-0.08))
+    assert iolab(db, "import", *files, "--label", "nightly").exit_code == 0
+    history = json.loads(iolab(db, "history", "label:nightly", "--format", "json").stdout)
+    doc = _documented("iolab-history/1")
+    assert set(history) == set(doc)
+    (series,), (shown,) = history["series"], doc["series"]
+    assert set(series) == set(shown) and set(series["case"]) == set(shown["case"])
+    assert set(series["points"][0]) == set(shown["points"][0])
+    (cp,), (shown_cp,) = series["change_points"], shown["change_points"]
+    assert set(cp) == set(shown_cp)
+    listed = json.loads(iolab(db, "regressions", "--format", "json").stdout)
+    doc = _documented("iolab-regressions/1")
+    assert set(listed) == set(doc)
+    (entry,), (shown_entry,) = listed["regressions"], doc["regressions"]
+    assert set(entry) == set(shown_entry)
+    assert set(entry["log"][0]) == set(shown_entry["log"][0])
