@@ -254,6 +254,30 @@ def test_markdown_numbers(lab_report: object) -> None:
     assert len({len(line) for line in tables[:4]}) == 1
 
 
+def test_the_json_keys_are_the_ones_docs_compare_lists(lab_report: object) -> None:
+    """docs/compare.md's `--format json` section: the report's keys are its table's, and every
+    key of a group, a metric, its sides, a histogram shift and a latency row is named there."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "compare.md").read_text()
+    section = page.split("### `--format json`")[1].split("\n## ")[0]
+    table = re.findall(r"^\| (`[^|]*) \|", section, re.MULTILINE)
+    top = {key for cell in table for key in re.findall(r"`([a-z_]+)(?:\[\])?`", cell)}
+    named = set(re.findall(r"`([a-z_]+)(?:\[\])?`", section))
+    data = json.loads(render(lab_report, "json"))  # type: ignore[arg-type]
+    assert set(data) == top - {"iolab"}
+    group = data["groups"][0]
+    rows = [
+        group,
+        *group["metrics"],
+        *(m["a"] for m in group["metrics"]),
+        *group["histogram_shifts"],
+        *(b for s in group["histogram_shifts"] for b in s["buckets"]),
+        *group["latency"],
+        *(p for x in group["latency"] for p in x["percentiles"]),
+    ]
+    assert len(rows) > 5
+    assert set().union(*rows) <= named, set().union(*rows) - named
+
+
 def test_json_schema_and_numbers(lab_report: object) -> None:
     data = json.loads(render(lab_report, "json"))  # type: ignore[arg-type]
     assert data["schema"] == "iolab-compare/1"
