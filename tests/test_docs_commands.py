@@ -152,3 +152,16 @@ def test_good_lines_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     )
     monkeypatch.setitem(globals(), "PAGES", [page])
     assert problems() == []
+
+
+def test_the_readme_lists_the_packages_make_deps_installs() -> None:
+    """README's `make deps` row names exactly the apt packages scripts/install-deps installs."""
+    script = (ROOT / "scripts" / "install-deps").read_text()
+    installed = set(re.findall(r"need\+=\(([\w.+-]+)\)", script))
+    (row,) = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("| `make deps`")
+    ]
+    listed = set(re.findall(r"apt packages: ([^;|]*)", row)[0].replace(" ", "").split(","))
+    assert len(installed) > 10 and listed == installed
