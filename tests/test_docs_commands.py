@@ -165,3 +165,29 @@ def test_the_readme_lists_the_packages_make_deps_installs() -> None:
     ]
     listed = set(re.findall(r"apt packages: ([^;|]*)", row)[0].replace(" ", "").split(","))
     assert len(installed) > 10 and listed == installed
+
+
+# Words of the workshop the project was built in, not of its users: no page may use them.
+_INTERNAL = re.compile(
+    r"farm-studio|farm-bench|duplicates src|duplicate checker|\bissue \d+|issue's|"
+    r"seed threads?|\bexample \([a-z]\)|other sessions|\bstop \d+\b",
+    re.IGNORECASE,
+)
+# Occurrences already there when this check was written, in measurement notes being redone;
+# allowed (not required) until they are: (page, the word).
+_KNOWN = {
+    ("compare.md", "other sessions"),
+    ("compare.md", "farm-bench"),
+    ("kernels.md", "other sessions"),
+    ("reproduce.md", "other sessions"),
+    ("testing.md", "duplicate checker"),
+}
+
+
+def test_the_docs_use_no_internal_words() -> None:
+    found = {
+        (page.name, match.group(0).lower())
+        for page in PAGES
+        for match in _INTERNAL.finditer(page.read_text())
+    }
+    assert found - _KNOWN == set()
