@@ -1,6 +1,8 @@
-"""Every `iolab` command line the docs show names a command that exists, and only options
-that command takes (`--help` at hand would contradict anything else).  The command lines are
-read from README.md and docs/*.md: inline code spans, fenced code blocks and indented blocks."""
+"""What a reader of README.md and docs/*.md can check mechanically: every `iolab` command line
+they show names a command that exists, and only options that command takes (`--help` at hand
+would contradict anything else); the packages README says `make deps` installs are the ones
+it installs; and no page speaks the workshop's own words.  Command lines are read from inline
+code spans, fenced code blocks and indented blocks."""
 
 from __future__ import annotations
 
