@@ -193,3 +193,18 @@ def test_the_docs_use_no_internal_words() -> None:
         for match in _INTERNAL.finditer(page.read_text())
     }
     assert found - _KNOWN == set()
+
+
+def test_every_command_is_in_the_table_of_docs_cli_and_in_readmes_root_paragraph() -> None:
+    """docs/cli.md's "Which command does what" has a row for every command, and README's
+    paragraph on root says of every command whether it needs root."""
+    from iolab.cli.main import COMMANDS
+
+    cli_page = (ROOT / "docs" / "cli.md").read_text()
+    table = cli_page.split("## Which command does what")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| `([a-z-]+)", table, re.MULTILINE)
+    rows += re.findall(r"^\| `[a-z-]+`, `([a-z-]+)", table, re.MULTILINE)
+    assert set(rows) == set(COMMANDS)
+    readme = (ROOT / "README.md").read_text()
+    (paragraph,) = [p for p in readme.split("\n\n") if p.startswith("**Root.**")]
+    assert set(COMMANDS) <= set(re.findall(r"`([a-z-]+)", paragraph))
