@@ -106,7 +106,7 @@ def _nan_to_one(p: float) -> float:
     return 1.0 if not math.isfinite(p) else p
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)  # internal: never compared or printed
 class _Prepared:
     """Everything about one metric's comparison that does not depend on the interval's
     level: a table judges most metrics at a level that depends on all the others' p-values
