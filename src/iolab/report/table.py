@@ -3,7 +3,7 @@
 
 The layout is the one rich's `Table` (box SIMPLE_HEAD, no outer edge, one space of padding
 between columns) gives, computed here without rich: importing rich and running its layout
-engine was a fifth of `iolab compare`'s time (docs/compare.md, "Speed").  Columns take their
+engine was a sixth of `iolab compare`'s work (docs/compare.md, "Speed").  Columns take their
 widest cell; when the table is wider than the terminal, the widest wrappable columns give
 way first (never the first column, the metric names), then every column alike; a cell that
 does not fit wraps at spaces, and a word longer than its column folds.  A line of text wider
