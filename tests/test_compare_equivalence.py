@@ -209,3 +209,17 @@ def test_normal_cdf_and_quantile_match_scipy() -> None:
     for p in (1e-12, 0.001, 0.025, 0.05, 0.2, 0.5, 0.8, 0.95, 0.975, 0.999):
         assert math.isclose(ppf(p), float(special.ndtri(p)), rel_tol=1e-14)
     assert math.isnan(ndtr(math.nan))
+
+
+def test_quantile_is_the_standard_library_s_to_the_bit() -> None:
+    """ppf calls the C function behind `statistics.NormalDist().inv_cdf` directly (no
+    `statistics` import): the same bits, and the same refusal of p outside (0, 1)."""
+    from statistics import NormalDist
+
+    from iolab.stats.normal import ppf
+
+    for p in (1e-300, 1e-12, 0.001, 0.0125, 0.025, 0.05, 0.2, 0.5, 0.8, 0.975, 1 - 1e-16):
+        assert ppf(p) == NormalDist().inv_cdf(p)
+    for bad in (0.0, 1.0, -0.5, 2.0):
+        with pytest.raises(ValueError):
+            ppf(bad)

@@ -47,6 +47,29 @@ def test_mwu_null_matches_enumeration() -> None:
     assert np.allclose(_mwu_pmf(m, n), counts / math.comb(m + n, m))
 
 
+def _mwu_counts(m: int, n: int) -> list[int]:
+    """Exact counts of U by the textbook recurrence, in Python integers: N(m, n, u) =
+    N(m - 1, n, u - n) + N(m, n - 1, u) (the largest value is in A, or in B)."""
+    rows = [[1] + [0] * (m * n) for _ in range(n + 1)]  # m = 0: U = 0 once, any n
+    for _ in range(m):
+        new = [[1] + [0] * (m * n)]  # n = 0
+        for j in range(1, n + 1):
+            new.append(
+                [(rows[j][u - j] if u >= j else 0) + new[j - 1][u] for u in range(m * n + 1)]
+            )
+        rows = new
+    return rows[n][: m * n + 1]
+
+
+@pytest.mark.parametrize("m, n", [(1, 1), (2, 7), (9, 4), (12, 12), (25, 30), (50, 50)])
+def test_mwu_null_is_each_exact_count_over_the_total_to_the_bit(m: int, n: int) -> None:
+    """The counts reach 2^96 at 50 per side; the modular computation must give the very
+    integers, so every probability is the correctly rounded count / C(m + n, m)."""
+    total = math.comb(m + n, m)
+    wanted = [c / total for c in _mwu_counts(m, n)]
+    assert _mwu_pmf(m, n).tolist() == wanted
+
+
 def test_critical_values_match_published_tables() -> None:
     # Two-sided 5% critical values: Wilcoxon n=10 -> T=8, Mann–Whitney 10/10 -> U=23.
     assert signed_rank_lower_count(10, 0.05) == 9

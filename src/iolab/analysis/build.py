@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -289,17 +290,19 @@ def _columns(
     """Every metric's finite values, in sample order, with their block ids when paired (-1
     for a sample without one) and the sample each comes from (its place in `samples`: the
     joint correction keeps a sample's metrics together) — one pass for the whole table."""
-    vals: dict[str, list[float]] = {}
-    blocks: dict[str, list[str | int]] = {}
-    ids: dict[str, list[str | int]] = {}
+    vals: defaultdict[str, list[float]] = defaultdict(list)
+    blocks: defaultdict[str, list[str | int]] = defaultdict(list)
+    ids: defaultdict[str, list[str | int]] = defaultdict(list)
+    isfinite = math.isfinite
     for n, s in enumerate(samples):
         block = s.block if s.block is not None else -1
         for name, v in s.metrics.items():
-            if v is None or not math.isfinite(v):
+            if v is None or not isfinite(v):
                 continue
-            vals.setdefault(name, []).append(float(v))
-            blocks.setdefault(name, []).append(block)
-            ids.setdefault(name, []).append(n)
+            vals[name].append(float(v))
+            ids[name].append(n)
+            if paired:
+                blocks[name].append(block)
     return {name: (v, blocks[name] if paired else None, ids[name]) for name, v in vals.items()}
 
 

@@ -19,7 +19,6 @@ import click
 from click.core import ParameterSource
 
 from iolab.errors import IolabError
-from iolab.publish.files import write_atomically
 from iolab.store.location import StoreLocation
 
 
@@ -265,6 +264,9 @@ def to_output(path: str | None) -> Iterator[None]:
     if path is None or path == "-":
         yield
         return
+    # tempfile and pathlib (urllib, ipaddress, shutil): only a command writing a file needs them
+    from iolab.publish.files import write_atomically
+
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stdout(buffer):

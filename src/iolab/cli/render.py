@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 import click
@@ -18,7 +17,11 @@ def render_options(format_name: str, show_all: bool) -> RenderOptions:
     """Colour only for the table on a terminal, and never with NO_COLOR set."""
     tty = sys.stdout.isatty()
     color = format_name == "table" and tty and "NO_COLOR" not in os.environ
-    width = shutil.get_terminal_size((140, 24)).columns if tty else 140
+    width = 140
+    if tty:
+        import shutil  # (and zlib, bz2, lzma): only a terminal has a size to ask
+
+        width = shutil.get_terminal_size((140, 24)).columns
     return RenderOptions(color=color, show_all=show_all, width=max(width, 80))
 
 

@@ -26,7 +26,7 @@ from iolab.stats._nulls import (
 from iolab.stats.histogram import HistogramInput, histogram_shift
 from iolab.stats.maxt import JointResult, joint_maxt
 from iolab.stats.multiple import adjust, graphical, graphical_holm
-from iolab.stats.summary import summarize
+from iolab.stats.summary import sample_sd, summarize
 from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput, Summary
 from iolab.stats.verdict import decide, runs_needed
 
@@ -106,7 +106,7 @@ def _nan_to_one(p: float) -> float:
     return 1.0 if not math.isfinite(p) else p
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)  # internal: never compared or printed
 class _Prepared:
     """Everything about one metric's comparison that does not depend on the interval's
     level: a table judges most metrics at a level that depends on all the others' p-values
@@ -167,8 +167,10 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
         rows_a = tuple(item.ids_a) if item.ids_a is not None else tuple(range(va.size))
         rows_b = tuple(item.ids_b) if item.ids_b is not None else tuple(range(vb.size))
 
-    log_scale = bool(np.all(va > 0) and np.all(vb > 0))
-    scale = abs(sh.sorted_median(np.sort(va)))  # np.median, without loading numpy.ma
+    log_scale = bool((va > 0).all() and (vb > 0).all())
+    # np.median of A's values, without loading numpy.ma: unpaired, those are the values the
+    # summary sorted (same arithmetic); paired, the blocks' means
+    scale = abs(sum_a.median if not paired else sh.sorted_median(np.sort(va)))
     if log_scale:
         xa, xb = np.log(va), np.log(vb)
         bounds: tuple[float, float] | None = (sh.from_pct(-margin_pct), sh.from_pct(margin_pct))
@@ -186,7 +188,7 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
         breakpoints = sh.walsh_averages(d)
         p_value = sh.signed_rank_p(d)
         tost = None if bounds is None else sh.tost_p(None, None, d, bounds)
-        sd = float(np.std(d, ddof=1)) if d.size >= 2 else None
+        sd = sample_sd(d) if d.size >= 2 else None
         min_p = min_p_paired(int(np.count_nonzero(d)))
         sizes, n, test = (int(d.size), 0), int(d.size), "wilcoxon signed-rank (paired, log ratios)"
         if min_p > alpha:
@@ -198,7 +200,7 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
         breakpoints = sh.unpaired_breakpoints(xa, xb)
         p_value = sh.mwu_p(xa, xb)
         tost = None if bounds is None else sh.tost_p(xa, xb, None, bounds)
-        sds = [float(np.std(x, ddof=1)) for x in (xa, xb) if x.size >= 2]
+        sds = [sample_sd(x) for x in (xa, xb) if x.size >= 2]
         sd = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
         min_p = min_p_unpaired(xa.size, xb.size)
         sizes, n, test = (xa.size, xb.size), min(xa.size, xb.size), "mann-whitney u"

@@ -175,12 +175,26 @@ def _unpaired_t(x: NDArray[np.float64], labels: NDArray[np.float64]) -> NDArray[
     else:
         nb, tot_n = labels @ present.astype(float), present.sum(axis=0).astype(float)
     na = tot_n - nb
+    # the arithmetic below, operation for operation, in place: (labellings x metrics) arrays
+    # of a few MB each, which fresh temporaries would fault in page by page
     with np.errstate(divide="ignore", invalid="ignore"):
         mb = sb / nb
-        ma = (tot_s - sb) / na
-        within = np.maximum(tot_q - na * ma * ma - nb * mb * mb, 0.0) / (tot_n - 2.0)
-        t = np.abs(mb - ma) / np.sqrt(within * (1.0 / na + 1.0 / nb))
-    t = np.where(np.isnan(t), 0.0, t)
+        ma = np.subtract(tot_s, sb, out=sb)
+        ma /= na
+        within = na * ma
+        within *= ma
+        within = np.subtract(tot_q, within, out=within)
+        spread_b = nb * mb
+        spread_b *= mb
+        within -= spread_b
+        np.maximum(within, 0.0, out=within)
+        within /= tot_n - 2.0
+        within *= 1.0 / na + 1.0 / nb
+        np.sqrt(within, out=within)
+        t = np.subtract(mb, ma, out=mb)
+        np.abs(t, out=t)
+        t /= within
+    t[np.isnan(t)] = 0.0
     return np.where((na < 2) | (nb < 2), 0.0, t)
 
 

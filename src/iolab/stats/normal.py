@@ -30,7 +30,19 @@ def ndtr(x: float) -> float:
 
 @lru_cache(maxsize=64)  # a table asks for the same few levels again and again
 def ppf(p: float) -> float:
-    """The x with P(Z <= x) = p, 0 < p < 1 (Wichura's AS241, as `statistics` computes it)."""
-    from statistics import NormalDist  # 10 ms of imports; only inconclusive verdicts need it
+    """The x with P(Z <= x) = p, 0 < p < 1 (Wichura's AS241, as `statistics` computes it).
 
-    return NormalDist().inv_cdf(p)
+    `statistics.NormalDist().inv_cdf` hands the work to the C function of `_statistics`;
+    calling that directly gives the same bits without the 5-10 ms `statistics` costs to
+    import (fractions, decimal, random), which every comparison with an inconclusive
+    verdict would otherwise pay.  An interpreter without the accelerator takes the
+    documented path."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"ppf needs 0 < p < 1, got {p}")
+    try:
+        from _statistics import _normal_dist_inv_cdf  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - CPython always builds it
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(p)
+    return float(_normal_dist_inv_cdf(p, 0.0, 1.0))

@@ -50,6 +50,17 @@ def min_n_for_median_ci(level: float) -> int:
     return n
 
 
+def sample_sd(x: NDArray[np.float64], total: np.float64 | None = None) -> float:
+    """np.std(x, ddof=1) of a 1-D array (n >= 2), with its arithmetic (the pairwise sum, the
+    mean, the centred squares, n - 1) and so its bits, without its dispatch: a table asks
+    for hundreds of these per command.  `total`: np.add.reduce(x), when the caller has it."""
+    n = x.size
+    if total is None:
+        total = np.add.reduce(x)
+    centred = x - total / n
+    return float(np.sqrt(np.add.reduce(centred * centred) / (n - 1)))
+
+
 def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
     """Summary of one sample; an empty sample is a caller error (ValueError)."""
     x = np.sort(np.asarray(values, dtype=float))
@@ -65,10 +76,7 @@ def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
     median = float(x[half]) if n % 2 else float((x[half - 1] + x[half]) / 2.0)
     total = np.add.reduce(x)
     mean = float(total / n)
-    stddev = None
-    if n >= 2:
-        centred = x - total / n
-        stddev = float(np.sqrt(np.add.reduce(centred * centred) / (n - 1)))
+    stddev = sample_sd(x, total) if n >= 2 else None
     cv = stddev / abs(mean) if stddev is not None and mean != 0 else None
     orders = median_ci_orders(n, level)
     if orders is None:
