@@ -117,6 +117,7 @@ def test_multipath_thread(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert (case.workload.fio_text or "").count("[job]") == 2
     assert done.left_out == ()  # nothing of the job is left out
+    assert case.monitors == ("diskstats",)  # each map's and each path's I/O
     # the kernels the results are captioned with, and the scheduler the bisect points at
     assert plan.variants == ("6.8-rc7", "6.8-rc7+revert-d47f9717e5cf")
     assert plan.matrix == {"scheduler": ("mq-deadline", "none")}

@@ -1052,6 +1052,9 @@ def _multipath_target(draft: Draft, paths: _Paths, ref: Ref) -> None:
         f"the workload names device-mapper devices ({', '.join(paths.raw)}) on a multipath "
         f"setup: {maps} over 2 paths each, filesystem none"
     )
+    draft.monitors.append(
+        ("diskstats", Ref("iolab's choice", "where the I/O went: each map and each of its paths"))
+    )
     if draft.target_size * len(paths.raw) > _QUICK_MAPS:
         each = _QUICK_MAPS // len(paths.raw)
         draft.quick_extra.append(

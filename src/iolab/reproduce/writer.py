@@ -153,7 +153,7 @@ def render(draft: Draft) -> str:
     if draft.timeout:
         out.key(0, "timeout", draft.timeout)
     if draft.monitors:
-        out.note(0, "the evidence the mail discusses, measured beside the KPIs")
+        out.note(0, "the evidence, measured beside the KPIs")
         out.key(0, "monitors")
         for name, ref in draft.monitors:
             out.ref(2, ref)
