@@ -73,6 +73,19 @@ def test_ext4_iops_thread(tmp_path: Path) -> None:
         ("lines 53-57", "fio --max-jobs=16"),
     ]
     assert [(c.variant, c.kernel) for c in quick.cases] == [(None, None)]
+    # the echo whose string the mail client wrapped onto line 63 is one command, listed
+    assert ("lines 62-63", "prints a message") in [(w, why) for w, _, why in done.ignored]
+    assert not any(text.startswith("blocksize=") for _, text, _ in done.ignored)
+
+
+def test_docs_show_the_drafted_ext4_iops_plan() -> None:
+    """docs/reproduce.md's drafted plan beside the mail's command is the draft's own text."""
+    done = reproduce((ARCHIVED / "ext4-iops-regression.txt").read_text(), "ext4-iops-regression")
+    docs = (Path(__file__).parent.parent / "docs" / "reproduce.md").read_text()
+    shown = docs.split("checks this is the draft's own text):\n\n```yaml\n", 1)[1]
+    shown = shown.split("```", 1)[0]
+    assert shown.startswith("target:\n") and "filename=file0" in shown
+    assert shown in done.plan_text
 
 
 def test_ext4_iops_thread_is_refused_here_for_its_cloud_volume(tmp_path: Path) -> None:
