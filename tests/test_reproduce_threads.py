@@ -252,12 +252,10 @@ def test_raid_writeback_thread_matrix_from_the_cell_names(tmp_path: Path) -> Non
     assert "numjobs=100" in (case.workload.fio_text or "")
     assert [k.metric for k in plan.kpis] == ["write.bw_bytes"]
     assert {c.kernel for c in quick.cases} == {None}
-    # --quick in a guest: every storage kind, 1 and 10 writers, the lowest threshold
-    assert sorted((c.cell["raid"], c.cell["writers"], c.cell["dirty_thresh"]) for c in
-                  quick.cases) == [(r, w, "100M") for r in ("jbod", "raid0", "raid5")
-                                   for w in ("1", "10")]  # fmt: skip
-    assert "size=2457k" in (next(c for c in quick.cases if c.cell["writers"] == "10")
-                            .workload.fio_text or "")  # fmt: skip
+    # --quick in a guest: every storage kind, 1 writer, the lowest threshold
+    assert [(c.cell["raid"], c.cell["writers"], c.cell["dirty_thresh"]) for c in
+            quick.cases] == [(r, "1", "100M") for r in ("jbod", "raid0", "raid5")]  # fmt: skip
+    assert all("size=24576k" in (c.workload.fio_text or "") for c in quick.cases)
     assert done.used[1][:2] == (
         "lines 42-76",
         "lkp-nex04/JBOD-12HDD-thresh=1000M/ext4-100dd-1-3.5.0",
