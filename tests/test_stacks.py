@@ -218,3 +218,20 @@ def test_stacks_refused_where_the_kernel_lacks_them(tmp_path: Path, name: str) -
     assert len(lines) == 1 and lines[0].startswith("iolab: refusing target "), proc.stderr
     assert "this kernel has no" in lines[0]
     assert not (tmp_path / "s.db").exists()
+
+
+def test_the_per_layer_table_lists_each_map_then_the_paths() -> None:
+    """With two maps the table has top0 and top1 first, then path0..path3 in order."""
+    from iolab.report.layout import _layer_block
+    from iolab.stats.comparison import compare_metric
+    from iolab.stats.types import MetricInput
+
+    names = ["path3", "top1", "path0", "top0", "path2", "path1"]
+    metrics = [
+        compare_metric(MetricInput(f"diskstats.{n}.write_ios", [10.0, 11, 12], [20.0, 21, 22]))
+        for n in names
+    ]
+    block = _layer_block(metrics)
+    assert block is not None
+    assert [row[0] for row in block.rows] == ["top0", "top1", "path0", "path1", "path2", "path3"]
+    assert _layer_block(metrics[1:2] + metrics[3:4]) is None  # the maps alone: no layers below
