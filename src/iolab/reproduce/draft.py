@@ -1047,10 +1047,14 @@ def _multipath_target(draft: Draft, paths: _Paths, ref: Ref) -> None:
     draft.target_ref = ref
     if len(paths.raw) == 1:
         draft.fio_text = draft.fio_text.replace("{dev0}", "{dev}")
-    maps = f"{len(paths.raw)} multipath maps" if len(paths.raw) > 1 else "a multipath map"
+    maps = (
+        f"{len(paths.raw)} multipath maps over 2 paths each"
+        if len(paths.raw) > 1
+        else ("a multipath map over 2 paths")
+    )
     draft.notes.append(
         f"the workload names device-mapper devices ({', '.join(paths.raw)}) on a multipath "
-        f"setup: {maps} over 2 paths each, filesystem none"
+        f"setup: {maps}, filesystem none"
     )
     draft.monitors.append(
         ("diskstats", Ref("iolab's choice", "where the I/O went: each map and each of its paths"))
@@ -1059,7 +1063,7 @@ def _multipath_target(draft: Draft, paths: _Paths, ref: Ref) -> None:
         each = _QUICK_MAPS // len(paths.raw)
         draft.quick_extra.append(
             (
-                f"{_human(each)} a map: {len(paths.raw)} maps fit a guest's /dev/shm",
+                f"{_human(each)} a map: the maps' images fit a guest's /dev/shm",
                 "target",
                 {"size": _human(each)},
             )
