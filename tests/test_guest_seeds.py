@@ -124,3 +124,92 @@ def test_seed_plans_quick_profiles_in_a_guest() -> None:
     assert "write.bw_bytes" in mp
     assert line("left=") == "left=0 0 0", out
     _no_leftovers()
+
+
+THREADS = Path(__file__).resolve().parent / "data" / "threads" / "archived"
+
+# one drafted plan's quick profile in a guest: its samples' status, cell and the metrics that
+# show where the I/O went, as one JSON line
+DRAFTED = r"""
+set -u
+echo "=== start $(date +%s)"
+iolab --db /root/r.db run --quick -q /run/iolab-cmd/plan.yaml >/root/r.out 2>&1; echo "rc=$?"
+tail -3 /root/r.out
+echo "=== end $(date +%s)"
+iolab --db /root/r.db results --run 1 --format json > /root/r.json
+echo "ROWS $(python3 -c '
+import json
+rows = []
+for s in json.load(open("/root/r.json")):
+    m = s["metrics"]
+    rows.append([s["cell"], s["status"], s.get("reason"),
+                 {k: v for k, v in m.items() if k.startswith(("write.", "dm.", "md.stripe"))
+                  or (k.startswith("diskstats.") and k.endswith(".write_ios"))}])
+print(json.dumps(rows))
+')"
+left="$(cat /proc/mdstat | grep -c '^md') $(dmsetup ls | grep -c iolab) $(losetup -a | wc -l)"
+echo "left=$left"
+"""
+
+
+def _drafted_quick_in_a_guest(thread: str, timeout_s: int) -> list[list[object]]:
+    """`iolab reproduce` of `thread` here, its plan run with --quick in a guest on the guest's
+    own kernel (the quick profiles drop the threads' kernel variants: the guest boots none of
+    them); the samples, and nothing of iolab's left in the guest or here."""
+    from iolab.reproduce.service import reproduce
+
+    plan = reproduce((THREADS / f"{thread}.txt").read_text(), thread).plan_text
+    result = run.run_script(
+        guest_image(),
+        KERNEL_A,
+        textwrap.dedent(DRAFTED),
+        files={"plan.yaml": plan.encode()},
+        timeout_s=timeout_s,
+        memory_mib=3072,
+    )
+    out = result.boots[-1].output
+    print(out)  # shown by pytest when an assertion fails
+    assert result.exit_status == 0, out
+    lines = out.splitlines()
+
+    def line(prefix: str) -> str:
+        found = [x for x in lines if x.startswith(prefix)]
+        assert found, f"no line {prefix!r} in:\n{out}"
+        return found[-1]
+
+    assert line("rc=") == "rc=0", out
+    assert line("left=") == "left=0 0 0", out
+    _no_leftovers()
+    rows: list[list[object]] = json.loads(line("ROWS ")[5:])
+    return rows
+
+
+def test_drafted_multipath_plan_quick_in_a_guest() -> None:
+    """The multipath thread's draft: two maps in place of its /dev/dm-0 and /dev/dm-1, each
+    over its own two paths, the paths' mq-deadline against none."""
+    rows = _drafted_quick_in_a_guest("multipath-mq-deadline", 900)
+    assert len(rows) == 3 * 2  # 3 blocks x (mq-deadline, none) on the paths
+    assert {c["scheduler"] for c, _, _, _ in rows} == {"mq-deadline", "none"}  # type: ignore[index]
+    for cell, status, reason, metrics in rows:
+        assert status == "ok", (cell, reason)
+        assert isinstance(metrics, dict)
+        assert metrics["write.iops"] > 0
+        assert metrics["dm.paths_active"] == 4  # two maps, two paths each
+        # both maps written (the job on each of the mail's devices), over all four paths
+        for role in ("top0", "top1", "path0", "path1", "path2", "path3"):
+            assert metrics[f"diskstats.{role}.write_ios"] > 0, (cell, role)
+
+
+def test_drafted_raid_plan_quick_in_a_guest() -> None:
+    """The RAID writeback thread's draft: ext4 on 12 members as jbod, md RAID0 and md RAID5
+    (its quick profile: one writer, the lowest threshold, every storage kind)."""
+    rows = _drafted_quick_in_a_guest("ext4-raid-writeback", 1500)
+    assert len(rows) == 3 * 3  # 3 blocks x (jbod, raid0, raid5)
+    cells = {(c["raid"], c["writers"], c["dirty_thresh"]) for c, _, _, _ in rows}  # type: ignore[index]
+    assert cells == {(r, "1", "100M") for r in ("jbod", "raid0", "raid5")}
+    for cell, status, reason, metrics in rows:
+        assert status == "ok", (cell, reason)
+        assert isinstance(metrics, dict) and isinstance(cell, dict)
+        assert metrics["write.bw_bytes"] > 0
+        if cell["raid"] == "raid5":
+            assert metrics["md.stripe_cache_size"] > 0  # the array's own evidence

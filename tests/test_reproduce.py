@@ -564,3 +564,19 @@ def test_robot_mail_cut_before_its_test_size_is_refused_naming_the_mail() -> Non
     assert done.stderr.strip() == (
         "iolab: <stdin>: robot parameters name no test_size (fio-basic requires it)"
     )
+
+
+def test_one_multipath_device_is_one_map(tmp_path: Path) -> None:
+    """A job on one device-mapper device of a multipath setup: one map, `{dev}`."""
+    mail = tmp_path / "mail.txt"
+    mail.write_text(
+        "Slow on our multipath setup.\n\n"
+        "fio --name=j --rw=write --bs=128k --direct=1 --filename=/dev/dm-0 --runtime=60\n"
+    )
+    out = tmp_path / "plan.yaml"
+    assert iolab("reproduce", str(mail), "-o", str(out)).exit_code == 0
+    case = load_plan(str(out)).cases[0]
+    assert (case.target.kind, case.target.count, case.target.members) == ("multipath", 1, 2)
+    assert "filename={dev}" in (case.workload.fio_text or "")
+    quick = load_plan(str(out), "quick").cases[0]
+    assert quick.target.size_bytes == 512 << 20

@@ -73,6 +73,19 @@ def test_ext4_iops_thread(tmp_path: Path) -> None:
         ("lines 53-57", "fio --max-jobs=16"),
     ]
     assert [(c.variant, c.kernel) for c in quick.cases] == [(None, None)]
+    # the echo whose string the mail client wrapped onto line 63 is one command, listed
+    assert ("lines 62-63", "prints a message") in [(w, why) for w, _, why in done.ignored]
+    assert not any(text.startswith("blocksize=") for _, text, _ in done.ignored)
+
+
+def test_docs_show_the_drafted_ext4_iops_plan() -> None:
+    """docs/reproduce.md's drafted plan beside the mail's command is the draft's own text."""
+    done = reproduce((ARCHIVED / "ext4-iops-regression.txt").read_text(), "ext4-iops-regression")
+    docs = (Path(__file__).parent.parent / "docs" / "reproduce.md").read_text()
+    shown = docs.split("checks this is the draft's own text):\n\n```yaml\n", 1)[1]
+    shown = shown.split("```", 1)[0]
+    assert shown.startswith("target:\n") and "filename=file0" in shown
+    assert shown in done.plan_text
 
 
 def test_ext4_iops_thread_is_refused_here_for_its_cloud_volume(tmp_path: Path) -> None:
@@ -103,18 +116,21 @@ def test_nodelalloc_thread(tmp_path: Path) -> None:
 
 
 def test_multipath_thread(tmp_path: Path) -> None:
+    """Two multipath devices ("2 block devices with multi-path"): two maps, each over its
+    own 2 paths, in place of the job's /dev/dm-0 and /dev/dm-1, each with the mail's job."""
     plan, quick, path, done = drafted(tmp_path, "multipath-mq-deadline")
     case = plan.cases[0]
     assert case.filesystem is None
-    assert case.target.kind == "multipath" and case.target.members == 2
+    target = case.target
+    assert (target.kind, target.count, target.members) == ("multipath", 2, 2)
+    assert target.multipath is not None and target.multipath.paths == 2
     assert options(case.workload.fio_text) == [
         "ioengine=libaio", "rw=write", "bs=128k", "iodepth=64", "numjobs=24", "direct=1",
-        "fsync=1", "runtime=600", "group_reporting", "filename={dev}",
+        "fsync=1", "runtime=600", "group_reporting", "filename={dev0}", "filename={dev1}",
     ]  # fmt: skip
-    # the second device's job: said, with why
-    ((where, what, why),) = done.left_out
-    assert (where, what) == ("lines 25-39", "fio job [job] on /dev/dm-1")
-    assert "one map" in why
+    assert (case.workload.fio_text or "").count("[job]") == 2
+    assert done.left_out == ()  # nothing of the job is left out
+    assert case.monitors == ("diskstats",)  # each map's and each path's I/O
     # the kernels the results are captioned with, and the scheduler the bisect points at
     assert plan.variants == ("6.8-rc7", "6.8-rc7+revert-d47f9717e5cf")
     assert plan.matrix == {"scheduler": ("mq-deadline", "none")}
@@ -122,12 +138,16 @@ def test_multipath_thread(tmp_path: Path) -> None:
         (v, v, s) for v in plan.variants for s in ("mq-deadline", "none")
     }
     assert "6.6 (line 13), 5.15.y (line 13)" in done.plan_text  # named, not measured
+    # --quick: the guest's own kernel, both maps at 256M (a guest's /dev/shm holds them)
     assert {c.kernel for c in quick.cases} == {None}
+    assert {(c.target.count, c.target.size_bytes) for c in quick.cases} == {(2, 256 << 20)}
+    assert [c.member_queue["scheduler"] for c in quick.cases] == ["mq-deadline", "none"]
     # here: no device-mapper, so refused in one line before anything is made
     ran = iolab(tmp_path, "run", "--quick", path)
     if shutil.which("dmsetup") is None or not Path("/dev/mapper/control").exists():
         assert ran.exit_code == 3, ran.output
-        assert "refusing target dm-multipath over 2 paths" in ran.stderr
+        assert "refusing target 2 dm-multipath maps over 2 paths each" in ran.stderr
+        assert len(ran.stderr.strip().splitlines()) == 1
     full = iolab(tmp_path, "run", path)  # its kernels boot on a fleet, not in this process
     assert full.exit_code == 2 and "--fleet" in full.stderr
 
@@ -232,6 +252,10 @@ def test_raid_writeback_thread_matrix_from_the_cell_names(tmp_path: Path) -> Non
     assert "numjobs=100" in (case.workload.fio_text or "")
     assert [k.metric for k in plan.kpis] == ["write.bw_bytes"]
     assert {c.kernel for c in quick.cases} == {None}
+    # --quick in a guest: every storage kind, 1 writer, the lowest threshold
+    assert [(c.cell["raid"], c.cell["writers"], c.cell["dirty_thresh"]) for c in
+            quick.cases] == [(r, "1", "100M") for r in ("jbod", "raid0", "raid5")]  # fmt: skip
+    assert all("size=24576k" in (c.workload.fio_text or "") for c in quick.cases)
     assert done.used[1][:2] == (
         "lines 42-76",
         "lkp-nex04/JBOD-12HDD-thresh=1000M/ext4-100dd-1-3.5.0",

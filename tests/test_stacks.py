@@ -86,6 +86,12 @@ def test_the_seed_plans_expand(tmp_path: Path) -> None:
             "",
             "would leave no path",
         ),
+        ("{kind: multipath, paths: 2, count: 9}", "", "at most 8 multipath maps, got 9"),
+        (
+            "{kind: multipath, paths: 2, count: 2, faults: [{at: 1s, fail: 1}]}",
+            "",
+            "this target has 2 (count: 1 for faults)",
+        ),
         ("{kind: null_blk, completion_nsec: 5}", "", "needs irqmode: timer"),
         ("{kind: null_blk, blocksize: 3000}", "", "must be one of 512"),
         ("{kind: null_blk}", "{member_queue.scheduler: none}", "no members"),
@@ -99,6 +105,41 @@ def test_bad_stack_plans_fail_in_one_line(
     message = error_of(tmp_path, text)
     assert wanted in message, message
     assert "\n" not in message
+
+
+def test_multipath_count_is_one_map_per_device(tmp_path: Path) -> None:
+    """`count: 2`: {dev0} and {dev1} are two maps, each over its own 2 paths; a workload
+    naming more devices than maps is refused, pointing at count."""
+    two = RAW.replace("filename={dev}", "filename={dev0}\n    [k]\n    filename={dev1}")
+    text = "name: t\ntarget: {kind: multipath, paths: 2, count: 2, size: 64M}\n" + two
+    case = plan_of(tmp_path, text).cases[0]
+    assert (case.target.kind, case.target.count, case.target.members) == ("multipath", 2, 2)
+    assert stack.describe(case.target) == "2 dm-multipath maps over 2 paths each"
+    from iolab.lab.runner import plan_loop_needs
+
+    assert [n for _, n in plan_loop_needs(plan_of(tmp_path, text))] == [2 * (64 << 20)]
+    one = text.replace(", count: 2", "")
+    message = error_of(tmp_path, one)
+    assert "uses 2 devices" in message and "is 1 multipath map (count: 2 makes" in message
+
+
+def test_several_maps_have_numbered_roles() -> None:
+    """Two maps' devices carry top0/top1, their paths path0..path3 (map 0's first): the
+    names the per-layer table and dm.path<i> metrics share."""
+    from iolab.lab.evidence import role_labels
+    from iolab.lab.target import Device, Target
+
+    made = Target(
+        devices=[Device("/dev/dm-3", "dm-3"), Device("/dev/dm-4", "dm-4")],
+        members=[Device(f"/dev/loop{i}", f"loop{i}") for i in range(4)],
+        maps=["a", "b"],
+    )
+    assert role_labels(made) == {
+        "dm-3": "top0", "dm-4": "top1",
+        "loop0": "path0", "loop1": "path1", "loop2": "path2", "loop3": "path3",
+    }  # fmt: skip
+    made.devices, made.maps = made.devices[:1], ["a"]
+    assert role_labels(made)["dm-3"] == "top"
 
 
 def test_a_filesystem_on_null_blk_needs_memory_backed(tmp_path: Path) -> None:
@@ -177,3 +218,20 @@ def test_stacks_refused_where_the_kernel_lacks_them(tmp_path: Path, name: str) -
     assert len(lines) == 1 and lines[0].startswith("iolab: refusing target "), proc.stderr
     assert "this kernel has no" in lines[0]
     assert not (tmp_path / "s.db").exists()
+
+
+def test_the_per_layer_table_lists_each_map_then_the_paths() -> None:
+    """With two maps the table has top0 and top1 first, then path0..path3 in order."""
+    from iolab.report.layout import _layer_block
+    from iolab.stats.comparison import compare_metric
+    from iolab.stats.types import MetricInput
+
+    names = ["path3", "top1", "path0", "top0", "path2", "path1"]
+    metrics = [
+        compare_metric(MetricInput(f"diskstats.{n}.write_ios", [10.0, 11, 12], [20.0, 21, 22]))
+        for n in names
+    ]
+    block = _layer_block(metrics)
+    assert block is not None
+    assert [row[0] for row in block.rows] == ["top0", "top1", "path0", "path1", "path2", "path3"]
+    assert _layer_block(metrics[1:2] + metrics[3:4]) is None  # the maps alone: no layers below

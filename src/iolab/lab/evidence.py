@@ -11,7 +11,8 @@ stack has:
   (`md.sync_running`: 1 when `sync_action` was not idle at either end) and its mismatch
   count; /proc/mdstat before and after goes to the sample's provenance;
 * dm-multipath: the path states `dmsetup status` reports at the end (`dm.paths_active`,
-  `dm.path<i>.active`, `dm.path<i>.fail_count`), the status line itself as provenance.
+  `dm.path<i>.active`, `dm.path<i>.fail_count`; with several maps their paths are numbered
+  on, map 0's first, as their diskstats roles), the status lines themselves as provenance.
 
 Path faults (`faults:` of a multipath target) are sent from a timer thread while the
 workload runs; their undo (`reinstate_path`) is journaled before the workload starts.
@@ -41,7 +42,10 @@ def role_labels(made: Target) -> dict[str, str]:
     if not made.members:
         return {}
     role = "path" if made.maps else "member"
-    labels = {d.name: "top" for d in made.devices}
+    if len(made.devices) == 1:
+        labels = {made.devices[0].name: "top"}
+    else:  # several maps: top0, top1, ..; their paths numbered on (map 0's first)
+        labels = {d.name: f"top{i}" for i, d in enumerate(made.devices)}
     labels.update({m.name: f"{role}{i}" for i, m in enumerate(made.members)})
     return labels
 
@@ -136,12 +140,15 @@ class StackWatch:
             self.provenance[f"{name}.sync_action"] = [self._sync_start.get(name, ""), end]
         if self.made.arrays:
             self.provenance["mdstat_after"] = md.mdstat()
+        states: list[multipath.PathState] = []
         for name in self.made.maps:
             with contextlib.suppress(Exception):
                 text = multipath.status_text(name)
-                self.provenance["dmsetup_status"] = text
-                states = multipath.parse_status(text)
-                self.metrics["dm.paths_active"] = float(sum(s.active for s in states))
-                for i, state in enumerate(states):
-                    self.metrics[f"dm.path{i}.active"] = 1.0 if state.active else 0.0
-                    self.metrics[f"dm.path{i}.fail_count"] = float(state.fail_count)
+                key = "dmsetup_status" if len(self.made.maps) == 1 else f"dmsetup_status.{name}"
+                self.provenance[key] = text
+                states.extend(multipath.parse_status(text))
+        if states:  # paths numbered as their diskstats roles: map 0's first
+            self.metrics["dm.paths_active"] = float(sum(s.active for s in states))
+            for i, state in enumerate(states):
+                self.metrics[f"dm.path{i}.active"] = 1.0 if state.active else 0.0
+                self.metrics[f"dm.path{i}.fail_count"] = float(state.fail_count)

@@ -617,5 +617,5 @@ def plan_loop_needs(plan: Plan) -> list[tuple[TargetSpec, int]]:
         elif spec.kind == "md" and not spec.devices:
             out.append((spec, spec.members * spec.size_bytes))  # one image per member
         elif spec.kind == "multipath":
-            out.append((spec, spec.size_bytes))  # one image, N loop devices over it
+            out.append((spec, spec.count * spec.size_bytes))  # an image a map, N paths each
     return out

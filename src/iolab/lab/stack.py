@@ -28,6 +28,8 @@ def describe(spec: TargetSpec) -> str:
     if spec.md is not None:
         return f"md RAID{spec.md.level} over {spec.members} members"
     if spec.multipath is not None:
+        if spec.count > 1:
+            return f"{spec.count} dm-multipath maps over {spec.members} paths each"
         return f"dm-multipath over {spec.members} paths"
     if spec.null_blk is not None:
         return "null_blk"
@@ -182,11 +184,31 @@ def _build_md(
 
 
 def _build_multipath(journal: Journal, spec: TargetSpec, run_id: int, first: int) -> target.Target:
+    """`spec.count` maps, each over `paths` loop devices of its own image: map n takes the
+    numbers first + n * (paths + 1) onward, as the runner counts a target's devices."""
     assert spec.multipath is not None
     if not DM_CONTROL.exists():
         modules.ensure(journal, "dm_mod")
     modules.ensure(journal, "dm_multipath")
     modules.ensure(journal, multipath.SELECTOR_MODULES[spec.multipath.selector])
+    made = target.Target(created=True)
+    built = []
+    for n in range(spec.count):
+        start = first + n * (spec.multipath.paths + 1)
+        one = _one_map(journal, spec, run_id, start)
+        made.devices.extend(one.devices)
+        made.members.extend(one.members)
+        made.maps.extend(one.maps)
+        built.append(one.stack)
+    if spec.count == 1:
+        made.stack = built[0]
+    else:
+        made.stack = {"kind": "multipath", "selector": spec.multipath.selector, "maps": built}
+    return made
+
+
+def _one_map(journal: Journal, spec: TargetSpec, run_id: int, first: int) -> target.Target:
+    assert spec.multipath is not None
     paths = target.create_loop_paths(
         journal,
         run_id,

@@ -458,11 +458,16 @@ class _Builder:
                 self._check_fio(prepare.warmup, steps["warmup"])
         needed = max(needed, needed_prep)
         spec = target.spec
-        if needed > spec.count and spec.stacked:
-            what = "an md array" if spec.kind == "md" else "a multipath map"
+        if needed > spec.count and spec.kind == "md":
             workload_node.fail(
                 f"the workload uses {needed} devices ({{dev{needed - 1}}}/{{mnt{needed - 1}}}) "
-                f"but the target is {what}: one device ({{dev}}, {{mnt}})"
+                "but the target is an md array: one device ({dev}, {mnt})"
+            )
+        if needed > spec.count and spec.kind == "multipath":
+            workload_node.fail(
+                f"the workload uses {needed} devices ({{dev{needed - 1}}}/{{mnt{needed - 1}}}) "
+                f"but the target is {spec.count} multipath map{'s' if spec.count > 1 else ''} "
+                f"(count: {needed} makes one map per device)"
             )
         if needed > spec.count:
             if target.explicit and target.count_node is not None:

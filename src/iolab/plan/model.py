@@ -106,14 +106,14 @@ class TargetSpec:
     designated devices), or null_blk devices."""
 
     kind: TargetKind
-    count: int  # number of top devices the workload needs (>= 1; md and multipath: 1)
+    count: int  # number of top devices the workload needs (>= 1; md: 1; multipath: maps)
     size_bytes: int = 0  # loop: size of each image; md/multipath: of each member image;
     # null_blk: of each device; device: 0
     backing: Backing = "ram"  # loop: "ram" = image in /dev/shm, "disk" = image in `directory`
     directory: str | None = None  # loop + disk: where the images go (None = lab's default)
     devices: tuple[str, ...] = ()  # device: the designated /dev paths (len == count);
     # md: designated members (len == members)
-    members: int = 0  # md: member devices; multipath: paths; 0 for the others
+    members: int = 0  # md: member devices; multipath: paths of each map; 0 for the others
     md: MdSpec | None = None
     multipath: MultipathSpec | None = None
     null_blk: NullBlkSpec | None = None

@@ -162,8 +162,8 @@ def read_target(node: Node | None) -> TargetDraft:
         spec, count_node = stacks.read_md(node, entries, level, entries.get("members"), base)
         return TargetDraft(spec, count_node, True)
     if kind == "multipath":
-        spec = stacks.read_multipath(node, entries, base)
-        return TargetDraft(spec, entries.get("paths"), True)
+        spec, count_node = stacks.read_multipath(node, entries, base)
+        return TargetDraft(spec, count_node or node, True)
     count_node = entries.get("count")
     count = 1 if count_node is None else read_int(count_node, 1)
     if count_node is not None and count > MAX_DEVICES:

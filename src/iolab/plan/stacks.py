@@ -37,7 +37,8 @@ NULLB_BLOCKSIZES = (512, 1024, 2048, 4096)
 IRQMODES = ("none", "softirq", "timer")
 
 MD_KEYS = ("level", "members", "size", "backing", "directory", "devices", "chunk", "resync")
-MULTIPATH_KEYS = ("paths", "size", "backing", "directory", "selector", "faults")
+MULTIPATH_KEYS = ("count", "paths", "size", "backing", "directory", "selector", "faults")
+MAX_MAPS = 8
 NULLB_KEYS = (
     "count",
     "size",
@@ -113,7 +114,15 @@ def read_md(node: Node, entries: dict[str, Node], level: MdLevel, members_node: 
     return spec, count_node
 
 
-def read_multipath(node: Node, entries: dict[str, Node], base: TargetSpec) -> TargetSpec:
+def read_multipath(
+    node: Node, entries: dict[str, Node], base: TargetSpec
+) -> tuple[TargetSpec, Node | None]:
+    """`count: N` maps (default 1), each over its own `paths` loop devices of its own image:
+    {dev0}..{devN-1}, as a thread's two multipath devices were two maps."""
+    count_node = entries.get("count")
+    count = 1 if count_node is None else read_int(count_node, 1)
+    if count_node is not None and count > MAX_MAPS:
+        count_node.fail(f"at most {MAX_MAPS} multipath maps, got {count}")
     paths_node = entries.get("paths")
     if paths_node is None or paths_node.value is None:
         node.fail("a multipath target needs paths: N (2 or more)")
@@ -127,17 +136,22 @@ def read_multipath(node: Node, entries: dict[str, Node], base: TargetSpec) -> Ta
     faults: tuple[PathFault, ...] = ()
     faults_node = entries.get("faults")
     if faults_node is not None and faults_node.value is not None:
+        if count > 1:
+            faults_node.fail(
+                f"faults: fail a path of one map; this target has {count} (count: 1 for faults)"
+            )
         faults = read_faults(faults_node, paths)
     spec = MultipathSpec(paths, cast(PathSelector, selector), faults)
-    return TargetSpec(
+    target = TargetSpec(
         "multipath",
-        1,
+        count,
         size_bytes=base.size_bytes,
         backing=base.backing,
         directory=base.directory,
         members=paths,
         multipath=spec,
     )
+    return target, count_node
 
 
 def read_faults(node: Node, paths: int) -> tuple[PathFault, ...]:

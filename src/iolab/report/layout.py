@@ -363,7 +363,7 @@ def _group_blocks(group: Group, report: Report, show_all: bool, several: bool) -
 
 
 # a stack's diskstats under role names (iolab.lab.evidence): the top device, md members, paths
-_LAYER = re.compile(r"diskstats\.(top|member\d+|path\d+)\.(\w+)")
+_LAYER = re.compile(r"diskstats\.(top\d*|member\d+|path\d+)\.(\w+)")
 _LAYER_FIELDS = ("write_sectors", "write_ios", "read_sectors", "read_ios", "util_pct")
 
 
@@ -375,12 +375,12 @@ def _layer_block(metrics: Sequence[MetricComparison]) -> Block | None:
         match = _LAYER.fullmatch(m.name)
         if match and match.group(2) in _LAYER_FIELDS:
             by_layer.setdefault(match.group(1), {})[match.group(2)] = m
-    if not any(name != "top" for name in by_layer):
+    if not any(not name.startswith("top") for name in by_layer):
         return None
 
     def order(name: str) -> tuple[int, int]:
         digits = "".join(c for c in name if c.isdigit())
-        return (0 if name == "top" else 1, int(digits or 0))
+        return (0 if name.startswith("top") else 1, int(digits or 0))
 
     def cell(m: MetricComparison | None, sectors: bool = False) -> str:
         if m is None:

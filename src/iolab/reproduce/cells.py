@@ -104,6 +104,22 @@ def cell_plan(tables: Sequence[Comparison]) -> CellPlan | None:
         draft.matrix_note = (
             f"the cell names ({where}) hold the matrix: storage x dd writers x dirty threshold"
         )
+        if len(writers) > 1 or len(thresholds) > 1:
+            # a guest under emulation takes up to a minute or more a sample (mkfs of 12
+            # members): every storage kind, the fewest writers, the lowest threshold
+            draft.quick_extra.append(
+                (
+                    "every storage kind, one cell each: a check that each stack runs",
+                    "matrix",
+                    {
+                        "writers": {"values": writers[:1], "vars": {"per_writer": per_writer[:1]}},
+                        "dirty_thresh": {
+                            "path": "knobs.sysctl.vm.dirty_bytes",
+                            "values": thresholds[:1],
+                        },
+                    },
+                )
+            )
         if len(kernels) == 2:
             draft.variants = [
                 Variant(k, {"kernel": k}, Ref(f"line {table.line}", " ".join(kernels)))

@@ -84,6 +84,8 @@ class Draft:
     comments: list[str] = field(default_factory=list)  # said at the plan's top (a report's link)
     timeout: str = ""  # a sample's timeout, when the workload runs longer than the default
     quick_timeout: str = ""
+    # what else --quick trims, each said: (why, key, value), e.g. a smaller matrix or target
+    quick_extra: list[tuple[str, str, object]] = field(default_factory=list)
     # --quick runs here without the variants (one side is the kernel this host runs): why
     quick_here: str = ""
     requires: list[tuple[str, str, Ref]] = field(default_factory=list)
@@ -1037,31 +1039,35 @@ def _patch_sides(captions: list[tuple[str, int]]) -> tuple[tuple[str, int], tupl
 
 
 def _multipath_target(draft: Draft, paths: _Paths, ref: Ref) -> None:
-    """The mail's device-mapper devices on a multipath setup: iolab's `multipath` target (a
-    map over 2 paths, each its own request queue), in place of the first device; a job on
-    another of the mail's devices is left out, said (the target is one map)."""
+    """The mail's device-mapper devices on a multipath setup: iolab's `multipath` target, one
+    map (over 2 paths, each its own request queue) in place of each of the mail's devices."""
     draft.target_kind = "multipath"
     draft.target_paths = 2
+    draft.target_count = len(paths.raw)
     draft.target_ref = ref
-    kept: list[str] = []
-    for section in re.split(r"(?m)^(?=\[)", draft.fio_text):
-        others = re.findall(r"\{dev([1-9]\d*)\}", section)
-        if others:
-            name = section.split("\n", 1)[0]
-            device = paths.raw[int(others[0])]
-            draft.leave_out(
-                draft.workload_ref.where if draft.workload_ref else "the job",
-                f"fio job {name} on {device}",
-                f"iolab's multipath target is one map: the plan measures {paths.raw[0]}'s "
-                f"jobs (the mail's {len(paths.raw)} devices had the same job each)",
-            )
-            continue
-        kept.append(section)
-    draft.fio_text = "".join(kept).replace("{dev0}", "{dev}")
+    if len(paths.raw) == 1:
+        draft.fio_text = draft.fio_text.replace("{dev0}", "{dev}")
+    maps = (
+        f"{len(paths.raw)} multipath maps over 2 paths each"
+        if len(paths.raw) > 1
+        else ("a multipath map over 2 paths")
+    )
     draft.notes.append(
         f"the workload names device-mapper devices ({', '.join(paths.raw)}) on a multipath "
-        "setup: a multipath target over 2 paths, filesystem none"
+        f"setup: {maps}, filesystem none"
     )
+    draft.monitors.append(
+        ("diskstats", Ref("iolab's choice", "where the I/O went: each map and each of its paths"))
+    )
+    if draft.target_size * len(paths.raw) > _QUICK_MAPS:
+        each = _QUICK_MAPS // len(paths.raw)
+        draft.quick_extra.append(
+            (
+                f"{_human(each)} a map: the maps' images fit a guest's /dev/shm",
+                "target",
+                {"size": _human(each)},
+            )
+        )
 
 
 def _scheduler_dimension(draft: Draft, prose: list[context.Paragraph]) -> None:
@@ -1101,6 +1107,7 @@ def _requirements(draft: Draft, prose: list[context.Paragraph], paths: _Paths) -
         )
 
 
+_QUICK_MAPS = 512 << 20  # --quick: the maps' images together, in RAM
 _MAPPED = re.compile(r"^/dev/(?:dm-\d+|mapper/\S+)$")
 _SCHEDULERS = re.compile(r"\b(mq-deadline|bfq|kyber)\b")
 

@@ -80,6 +80,8 @@ def logical_lines(lines: list[str], depths: list[int], offset: int = 0) -> list[
                 text = text[:-1].rstrip() + " " + following
             elif following and out_is_command(text) and _wrapped(text, following):
                 text = text + " " + following
+            elif following and _open_message(text):
+                text = text + " " + following  # `echo "…` whose string a client wrapped
             else:
                 break
             i += 1
@@ -87,6 +89,13 @@ def logical_lines(lines: list[str], depths: list[int], offset: int = 0) -> list[
         out.append(Line(first + 1 + offset, i + 1 + offset, text, depths[first]))
         i += 1
     return out
+
+
+def _open_message(text: str) -> bool:
+    """`echo "Running with jobs=${jobs}` with its closing quote on the next line: shell reads
+    on to it, and so does this (only for echo/printf: prose has apostrophes)."""
+    words = _program_words(text)
+    return bool(words) and words[0] in ("echo", "printf") and _tokens(unprompted(text)) is None
 
 
 def _wrapped(text: str, following: str) -> bool:

@@ -79,6 +79,9 @@ def render(draft: Draft) -> str:
         out.ref(2, draft.target_ref, "a multipath setup")
         out.key(2, "kind", "multipath")
         out.key(2, "paths", draft.target_paths)
+        if draft.target_count > 1:
+            out.note(2, "one map in place of each of the mail's devices, {dev0} .. in order")
+            out.key(2, "count", draft.target_count)
     elif draft.target_count > 1:
         out.key(2, "count", draft.target_count)
     if draft.requires:
@@ -150,7 +153,7 @@ def render(draft: Draft) -> str:
     if draft.timeout:
         out.key(0, "timeout", draft.timeout)
     if draft.monitors:
-        out.note(0, "the evidence the mail discusses, measured beside the KPIs")
+        out.note(0, "the evidence, measured beside the KPIs")
         out.key(0, "monitors")
         for name, ref in draft.monitors:
             out.ref(2, ref)
@@ -167,6 +170,13 @@ def render(draft: Draft) -> str:
         out.key(4, "vars", dict(draft.quick_vars))
     if draft.quick_timeout:
         out.key(4, "timeout", draft.quick_timeout)
+    for why, key, value in draft.quick_extra:
+        out.note(4, why)
+        if isinstance(value, dict):
+            out.key(4, key)
+            _mapping(out, 6, value)
+        else:
+            out.key(4, key, value)
     return "\n".join(out.lines) + "\n"
 
 

@@ -72,7 +72,8 @@ def _target(case: Case) -> str:
         over = "designated" if t.devices else f"loop {_size(t.size_bytes)} {t.backing}"
         return f"md raid{t.md.level} over {t.members} {over}"
     if t.multipath is not None:
-        return f"dm-multipath {t.members} paths over loop {_size(t.size_bytes)} {t.backing}"
+        maps = f"×{t.count} " if t.count > 1 else ""
+        return f"dm-multipath {maps}{t.members} paths over loop {_size(t.size_bytes)} {t.backing}"
     count = f"×{t.count} " if t.count > 1 else ""
     return f"loop {count}{_size(t.size_bytes)} {t.backing}"
 
