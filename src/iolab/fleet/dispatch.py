@@ -21,10 +21,10 @@ Celery message to the class's queue, and learns what became of them by polling t
   (iolab.fleet.power: never a command from the store or a host), else quarantined.
   A host whose lease was lost (3 missed heartbeats) is power-cycled too when it has one.
 
-Before the first block, the hosts of the class that can run the plan are named (from the
-facts they registered: iolab.fleet.eligible); none → the run ends before a block is sent.
+Before the run is created, the hosts of the class that can run the plan are named (from
+the facts they registered: `able_hosts`, iolab.fleet.eligible); none → no run is created.
 `iolab cancel RUN` (a request in the store, seen at each poll): blocks in flight are told to
-stop, and the run ends as interrupted.
+stop, and the run ends as cancelled.
 
 A message that could not be published (redis-server down) is published again on the next
 poll.  A resumed run adopts its blocks' attempts: finished blocks are not measured again,
@@ -57,6 +57,7 @@ from iolab.store.leases import Attempt
 
 if TYPE_CHECKING:
     from iolab.runs.lifecycle import OpenRun
+    from iolab.store.store import Store
 
 log = logging.getLogger("iolab.fleet.dispatch")
 RETRIED = ("lost", "timed_out", "infra_error")
@@ -101,6 +102,29 @@ def boot_timeout_s() -> float:
     return value
 
 
+def able_hosts(store: Store, plan: Plan, host_class: str) -> list[str]:
+    """The hosts of `host_class` that can run `plan` (from the facts they registered), said
+    in one line; RefusedError when none can.  Called before the run is created, so a plan no
+    host can run leaves no run behind."""
+    found = retry_store(lambda: leases.hosts(store, host_class))
+    if not found:
+        log.warning("no host of class %s has registered yet; blocks wait in its queue", host_class)
+        return []
+    able, unable = eligible.split(plan, found)
+    if not able:
+        raise RefusedError(
+            f"no host of class {host_class} can run this plan: "
+            + "; ".join(f"{name}: {why}" for name, why in sorted(unable.items()))
+        )
+    log.warning(
+        "hosts of class %s that can run this plan: %s%s",
+        host_class,
+        ", ".join(able),
+        "".join(f"; not {name} ({why})" for name, why in sorted(unable.items())),
+    )
+    return able
+
+
 def longest_block_s(cases: Sequence[Case]) -> float:
     """An upper bound of one block's time: each case's three steps at their time limit."""
     return sum(3 * case.timeout_s for case in cases)
@@ -122,30 +146,6 @@ class FleetBlocks:
         self._variants: dict[int, tuple[str, ...]] = {}  # block -> the variants it measures
         self._refused: dict[int, dict[str, str]] = {}  # block -> host -> its reason
         self.controller = power.load()
-        self.able = self._able_hosts()
-
-    def _able_hosts(self) -> list[str]:
-        """The hosts of the class that can run the plan, said once; RefusedError when none
-        can (nothing is sent)."""
-        found = retry_store(lambda: leases.hosts(self.store, self.fleet.host_class))
-        able, unable = eligible.split(self.run.plan, found)
-        cls = self.fleet.host_class
-        if not found:
-            log.warning("no host of class %s has registered yet; blocks wait in its queue", cls)
-            return []
-        if not able:
-            self.abandon()
-            raise RefusedError(
-                f"no host of class {cls} can run this plan: "
-                + "; ".join(f"{name}: {why}" for name, why in sorted(unable.items()))
-            )
-        log.warning(
-            "hosts of class %s that can run this plan: %s%s",
-            cls,
-            ", ".join(able),
-            "".join(f"; not {name} ({why})" for name, why in sorted(unable.items())),
-        )
-        return able
 
     # -- BlockSource ----------------------------------------------------------------------
 

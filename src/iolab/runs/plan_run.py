@@ -15,7 +15,7 @@ from iolab.runs.lifecycle import OpenRun, planned_samples, running
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: int
-    status: str  # finished | interrupted | failed
+    status: str  # finished | interrupted | cancelled | failed
     planned: int
     stored: int  # samples stored by this process
     failed: int  # samples that failed in this process

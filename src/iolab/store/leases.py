@@ -48,7 +48,7 @@ HOST_STATES = ("idle", "busy", "offline", "quarantined")
 
 class RunCancelled(KeyboardInterrupt):
     """`iolab cancel RUN` asked the run to stop: its owner ends it as an interrupt (the
-    machine restored, the run `interrupted`, exit 5), wherever the owner runs."""
+    machine restored, the run `cancelled`, exit 5), wherever the owner runs."""
 
 
 @dataclass(frozen=True)
