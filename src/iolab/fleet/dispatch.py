@@ -146,12 +146,21 @@ class FleetBlocks:
         self._variants: dict[int, tuple[str, ...]] = {}  # block -> the variants it measures
         self._refused: dict[int, dict[str, str]] = {}  # block -> host -> its reason
         self.controller = power.load()
+        self._next_expiry = 0.0  # monotonic time of the next look for silent leases
+        self._idle_since: dict[str, Any] = {}  # host -> when first seen idle (server time)
 
     # -- BlockSource ----------------------------------------------------------------------
 
     @property
     def width(self) -> int:
         return self.fleet.hosts
+
+    @property
+    def ahead(self) -> int:
+        """One block waiting in the class's queue: the host that ends a block takes it at
+        once, without waiting for this controller's poll and publish (docs/fleet.md
+        "Measured")."""
+        return 1
 
     def in_flight(self) -> list[int]:
         return [*self._flight, *(b for b, _ in self._ready)]
@@ -219,7 +228,11 @@ class FleetBlocks:
     # -- inside ---------------------------------------------------------------------------
 
     def _samples(self, block: int) -> list[Sample]:
-        return self.store.samples(self.run.run_id, status=None, block=block)
+        """A finished block's samples as its consumers read them: their metrics (the
+        decisions' KPIs), not job metrics or histograms, which stay in the store."""
+        return self.store.samples(
+            self.run.run_id, status=None, block=block, with_jobs=False, with_histograms=False
+        )
 
     def _dispatch(self, block: int, host: str | None = None) -> None:
         """A new attempt at `block`, for any host of the class, or `host` only."""
@@ -256,19 +269,19 @@ class FleetBlocks:
         retry_store(lambda: leases.mark_sent(self.store, attempt.id))
 
     def _poll(self, *, redispatch: bool = True) -> None:
+        """One look at the run: a cancel, and what became of the blocks in flight (one
+        session); once a heartbeat, leases whose heartbeats stopped and silent hosts."""
         store, run_id = self.store, self.run.run_id
-        if leases.cancel_requested(store, run_id):
+        if time.monotonic() >= self._next_expiry:
+            # heartbeats come every heartbeat_s: looking more often finds nothing new
+            self._next_expiry = time.monotonic() + self.fleet.heartbeat_s
+            self._expire()
+        view = leases.run_view(store, run_id)
+        if view.cancelled:
             self.abandon()
             raise leases.RunCancelled(f"run {run_id} was cancelled (iolab cancel)")
-        for gone in leases.expire(
-            store, run_id, grace_s=self.fleet.grace_s, block_timeout_s=self.block_timeout_s
-        ):
-            if gone.host:
-                leases.set_host_state(store, gone.host, "offline", f"lost {_title(gone)}")
-                self._power_cycle(gone.host, f"lost {_title(gone)}")
-        self._quarantine()
-        now = leases.server_now(store)
-        current = {a.id: a for a in leases.attempts(store, run_id)}
+        now = view.now
+        current = {a.id: a for a in view.attempts}
         for block, old in list(self._flight.items()):
             attempt = current.get(old.id, old)
             self._flight[block] = attempt
@@ -304,6 +317,18 @@ class FleetBlocks:
             elif state == "wrong_kernel":
                 del self._flight[block]
                 self._wrong_kernel(block, attempt)
+
+    def _expire(self) -> None:
+        """Leases 3 heartbeats silent → lost (their host offline, power-cycled when the
+        controller's fleet.toml says how); hosts silent since → quarantined."""
+        store = self.store
+        for gone in leases.expire(
+            store, self.run.run_id, grace_s=self.fleet.grace_s, block_timeout_s=self.block_timeout_s
+        ):
+            if gone.host:
+                leases.set_host_state(store, gone.host, "offline", f"lost {_title(gone)}")
+                self._power_cycle(gone.host, f"lost {_title(gone)}")
+        self._quarantine()
 
     # -- kernels (docs/kernels.md) ---------------------------------------------------------
 
@@ -439,14 +464,23 @@ class FleetBlocks:
         # an idle host that started since the message was sent (back from a power cycle)
         # has had no time to take it yet
         waited = timedelta(seconds=limit)
-        return any(
-            h.state == "idle"
+        idle = {
+            h.name
+            for h in leases.hosts(self.store, self.fleet.host_class)
+            if h.state == "idle"
             and not h.drained
             and h.heartbeat_at is not None
             and now - h.heartbeat_at < fresh
             and (h.started_at is None or now - h.started_at > waited)
-            for h in leases.hosts(self.store, self.fleet.host_class)
-        )
+        }
+        # idle for a heartbeat, as this controller saw it: a host that has just ended a
+        # block says idle before it takes the block waiting for it (`ahead`)
+        for name in set(self._idle_since) - idle:
+            del self._idle_since[name]
+        for name in idle:
+            self._idle_since.setdefault(name, now)
+        settled = timedelta(seconds=self.fleet.heartbeat_s)
+        return any(now - self._idle_since[name] >= settled for name in idle)
 
     def _quarantine(self) -> None:
         """Hosts silent past the quarantine time are quarantined: no block goes to them

@@ -337,6 +337,27 @@ def attempts(
         return [_attempt(r) for r in conn.execute(query.order_by(c.run_id, c.block, c.attempt))]
 
 
+@dataclass(frozen=True)
+class RunView:
+    """What a fleet controller reads at each poll, in one round trip's session: whether the
+    run was cancelled, its attempts, and the server's clock."""
+
+    cancelled: bool
+    attempts: list[Attempt]
+    now: datetime
+
+
+def run_view(store: Store, run_id: int) -> RunView:
+    c = block_attempts.c
+    query = select(block_attempts).where(c.run_id == run_id)
+    with store._session() as conn:
+        cancelled = conn.execute(
+            select(run_cancels.c.run_id).where(run_cancels.c.run_id == run_id)
+        ).first()
+        rows = conn.execute(query.order_by(c.block, c.attempt))
+        return RunView(cancelled is not None, [_attempt(r) for r in rows], db_now(conn))
+
+
 def mark_after_decision(store: Store, run_id: int, blocks: Iterable[int]) -> None:
     c = block_attempts.c
     wanted = list(blocks)
