@@ -300,7 +300,7 @@ def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
         default=1,
         show_default=True,
         metavar="N",
-        help="With --fleet: blocks in flight at once (on N hosts).",
+        help="With --fleet: blocks running at once (on N hosts).",
     )(f)
     return click.option(
         "--fleet",

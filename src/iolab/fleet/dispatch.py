@@ -1,15 +1,15 @@
 """The controller's side: a `BlockSource` that runs blocks on a fleet's hosts.
 
 Every decision stays with the caller (`plan_run`, `ab.loop`); this only gets blocks measured.
-It keeps up to `hosts` blocks in flight, each as an attempt row in the store sent as one
-Celery message to the class's queue, and learns what became of them by polling the store
-(never Celery's results):
+It keeps up to `hosts` blocks in flight (a plain run one more, waiting in the queue: `ahead`),
+each as an attempt row in the store sent as one Celery message to the class's queue, and
+learns what became of them by polling the store (never Celery's results):
 
 - `finished` → the block's samples (stored by the worker with the lease) are handed back;
 - `lost` (3 missed heartbeats, expired here), `timed_out`, `infra_error`, or `queued` too
-  long while a host of the class sits idle → a new attempt (attempt + 1), which any host of
-  the class may take; the host that went silent is marked offline, and quarantined when it
-  stays away;
+  long while a host of the class sits idle (for a heartbeat) → a new attempt (attempt + 1),
+  which any host of the class may take; the host that went silent is marked offline, and
+  quarantined when it stays away;
 - `refused` → the block goes to another live host of the class that has not refused it (to
   that host's own queue); the run ends, in one line naming each host's reason, only when no
   host is left.  `failed` ends the run with the reason (as it would end a local run);
