@@ -453,7 +453,8 @@ class FleetBlocks:
         self._dispatch(block)
 
     def _unclaimed_too_long(self, attempt: Attempt, now: Any) -> bool:
-        """Queued past the claim timeout while a live host of the class is idle: its
+        """Queued past the claim timeout while a live host that could take it is idle: any
+        host of the class, or the one host it was sent to (a refusal's or a boot's) — its
         message was lost (a broker restarted without its data)."""
         limit = self.fleet.claim_timeout_s or 3 * self.fleet.heartbeat_s
         if attempt.boot_kernel is not None:  # sent again after a boot: its host only
@@ -480,7 +481,8 @@ class FleetBlocks:
         for name in idle:
             self._idle_since.setdefault(name, now)
         settled = timedelta(seconds=self.fleet.heartbeat_s)
-        return any(now - self._idle_since[name] >= settled for name in idle)
+        takers = idle if attempt.host is None else idle & {attempt.host}
+        return any(now - self._idle_since[name] >= settled for name in takers)
 
     def _quarantine(self) -> None:
         """Hosts silent past the quarantine time are quarantined: no block goes to them
