@@ -37,6 +37,7 @@ from statistics import median
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fleet_env import Fleet
+from iolab.model.sample import Sample
 from iolab.store import leases, open_store
 
 PLAN = """\
@@ -92,6 +93,15 @@ PHASES = (
 BETWEEN = ("store", "next", "setup")  # a host's time between one block's samples and the next
 
 
+def block_spans(samples: list[Sample]) -> dict[int, list[datetime]]:
+    """Each block's samples' start and end times."""
+    spans: dict[int, list[datetime]] = {}
+    for sample in samples:
+        if sample.block is not None and sample.started_at and sample.finished_at:
+            spans.setdefault(sample.block, []).extend([sample.started_at, sample.finished_at])
+    return spans
+
+
 def split(db: str, run_id: int) -> dict[str, float]:
     """Where a fleet run's time went, per block (median seconds), from the timestamps the
     store keeps: the attempts' (recorded, sent, claimed, ended) and the samples' (started,
@@ -99,10 +109,7 @@ def split(db: str, run_id: int) -> dict[str, float]:
     with open_store(db) as store:
         tried = [a for a in leases.attempts(store, run_id) if a.state == "finished"]
         samples = store.samples(run_id, status=None, with_jobs=False, with_histograms=False)
-    spans: dict[int, list[datetime]] = {}
-    for sample in samples:
-        if sample.block is not None and sample.started_at and sample.finished_at:
-            spans.setdefault(sample.block, []).extend([sample.started_at, sample.finished_at])
+    spans = block_spans(samples)
     out: dict[str, list[float]] = {name: [] for name, _ in PHASES}
     ends = sorted(a.ended_at for a in tried if a.ended_at)
     by_host: dict[str | None, list[leases.Attempt]] = {}
@@ -134,10 +141,7 @@ def local_blocks(db: str) -> tuple[float, float]:
     with open_store(db) as store:
         run = store.runs()[-1]
         samples = store.samples(run.id, status=None, with_jobs=False, with_histograms=False)
-    spans: dict[int, list[datetime]] = {}
-    for sample in samples:
-        if sample.block is not None and sample.started_at and sample.finished_at:
-            spans.setdefault(sample.block, []).extend([sample.started_at, sample.finished_at])
+    spans = block_spans(samples)
     ordered = [spans[b] for b in sorted(spans)]
     gaps = [(min(b) - max(a)).total_seconds() for a, b in pairwise(ordered)]
     return (
