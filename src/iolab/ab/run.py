@@ -148,8 +148,7 @@ def run(
     """The blocks of an open ab run, then its outcome recorded and its report built.
 
     Ctrl-C (or SIGTERM/SIGHUP) ends the blocks with the machine restored; the result then says
-    `interrupted` (`cancelled` when `iolab cancel` stopped it) and carries the report of the
-    blocks measured so far, if any."""
+    `interrupted` and carries the report of the blocks measured so far, if any."""
     run_, store = setup.run, setup.run.store
     interrupted = False
     why = "every KPI has a verdict"
@@ -173,8 +172,8 @@ def run(
                         max_time_s=setup.settings.max_time_s,
                     )
             ending.status = "finished"
-    except KeyboardInterrupt:  # why: "interrupted", or "cancelled" by `iolab cancel`
-        interrupted, why = True, lifecycle.stopped_status(store, run_.run_id)
+    except KeyboardInterrupt:
+        interrupted, why = True, "interrupted"
     states = final_states(setup.items, why)
     store.update_run_meta(run_.run_id, outcome(setup.items, states, why).to_meta())
     baseline = run_.plan.baseline or run_.plan.variants[0]
@@ -191,7 +190,7 @@ def run(
         report = with_sequential(report, states)
         if not interrupted:  # a finished run's KPI regressions → the registry (docs/history.md)
             record_report(store, report, "ab", f"run:{run_.run_id}", run_id=run_.run_id)
-    status = why if interrupted else "finished"
+    status = "interrupted" if interrupted else "finished"
     if not interrupted and run_.store.run(run_.run_id).meta.get(kernel_commits.META):
         kernel_commits.drop(store, run_.run_id)  # the builds stay in the cache
     return AbResult(run_.run_id, status, why, interrupted, states, report)

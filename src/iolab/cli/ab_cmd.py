@@ -215,17 +215,18 @@ def command(
             )
         with AbReporter(console, quiet) as reporter:
             result = ab.run.run(setup, reporter, destroy_data=destroy_data, source=source)
+        status = store.run(result.run_id).status  # "cancelled" when `iolab cancel` stopped it
     run_id = result.run_id
     if not quiet:
-        console.print(f"ab run {run_id} {result.status}: {result.stopped}", highlight=False)
+        console.print(f"ab run {run_id} {status}: {result.stopped}", highlight=False)
     if result.report is None:
-        click.echo(f"iolab: ab run {run_id} {result.status} before a block ended", err=True)
+        click.echo(f"iolab: ab run {run_id} {status} before a block ended", err=True)
         sys.exit(EXIT_INTERRUPTED)
     settings = setup.settings
     if result.interrupted:
         with to_output(output):
             _final(ctx, result, format_name, show_all, settings.alpha, settings.margin_pct)
-        click.echo(stopped_line("ab run", run_id, result.status, "iolab ab"), err=True)
+        click.echo(stopped_line("ab run", run_id, status, "iolab ab"), err=True)
         sys.exit(EXIT_INTERRUPTED)
     if html_path is not None:
         from iolab.publish.files import write_atomically
