@@ -29,11 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
+from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fleet_env import Fleet
+from iolab.model.sample import Sample
 from iolab.store import leases, open_store
 
 PLAN = """\
@@ -60,14 +64,108 @@ prepare: {{drop_caches: false}}
 """
 
 
+LAST: dict[str, datetime] = {}  # when the last `iolab` call began and ended (wall clock)
+
+
 def iolab(env: dict[str, str], *args: str) -> float:
     began = time.monotonic()
+    LAST["began"] = datetime.now(UTC)
     done = subprocess.run(
         [sys.executable, "-m", "iolab", *args], env=env, capture_output=True, text=True
     )
+    LAST["ended"] = datetime.now(UTC)
     if done.returncode not in (0, 10):
         raise SystemExit(f"iolab {' '.join(args)} failed: {done.stderr}")
     return time.monotonic() - began
+
+
+PHASES = (
+    ("start", "controller start-up (Python, the store, Celery) until block 1 is recorded"),
+    ("publish", "controller: attempt row recorded until its message is with the broker"),
+    ("seen", "controller: a block stored until it records the next one (poll, read)"),
+    ("queued", "message with the broker until a host claims it (one waits there: ahead)"),
+    ("setup", "host: claim until the first sample starts (plan check, preflight, journal)"),
+    ("samples", "host: the block's samples, first start to last end"),
+    ("store", "host: last sample's end until the block is stored and its attempt finished"),
+    ("next", "host: its block stored until it claims its next one (from the queue)"),
+    ("end", "the last block stored until the controller has exited"),
+)
+BETWEEN = ("store", "next", "setup")  # a host's time between one block's samples and the next
+
+
+def block_spans(samples: list[Sample]) -> dict[int, list[datetime]]:
+    """Each block's samples' start and end times."""
+    spans: dict[int, list[datetime]] = {}
+    for sample in samples:
+        if sample.block is not None and sample.started_at and sample.finished_at:
+            spans.setdefault(sample.block, []).extend([sample.started_at, sample.finished_at])
+    return spans
+
+
+def split(db: str, run_id: int) -> dict[str, float]:
+    """Where a fleet run's time went, per block (median seconds), from the timestamps the
+    store keeps: the attempts' (recorded, sent, claimed, ended) and the samples' (started,
+    finished); `start` and `end` are per run."""
+    with open_store(db) as store:
+        tried = [a for a in leases.attempts(store, run_id) if a.state == "finished"]
+        samples = store.samples(run_id, status=None, with_jobs=False, with_histograms=False)
+    spans = block_spans(samples)
+    out: dict[str, list[float]] = {name: [] for name, _ in PHASES}
+    ends = sorted(a.ended_at for a in tried if a.ended_at)
+    by_host: dict[str | None, list[leases.Attempt]] = {}
+    for a in tried:
+        first, last = min(spans[a.block]), max(spans[a.block])
+        assert a.sent_at and a.claimed_at and a.ended_at
+        out["publish"].append((a.sent_at - a.created_at).total_seconds())
+        out["queued"].append((a.claimed_at - a.sent_at).total_seconds())
+        out["setup"].append((first - a.claimed_at).total_seconds())
+        out["samples"].append((last - first).total_seconds())
+        out["store"].append((a.ended_at - last).total_seconds())
+        before = [e for e in ends if e <= a.created_at]
+        if before:  # recorded after a block ended: the controller's turn-around
+            out["seen"].append((a.created_at - before[-1]).total_seconds())
+        by_host.setdefault(a.host, []).append(a)
+    for done in by_host.values():
+        done.sort(key=lambda a: a.claimed_at or a.created_at)
+        for a, b in pairwise(done):
+            assert a.ended_at and b.claimed_at
+            out["next"].append((b.claimed_at - a.ended_at).total_seconds())
+    out["start"].append((min(a.created_at for a in tried) - LAST["began"]).total_seconds())
+    out["end"].append((LAST["ended"] - ends[-1]).total_seconds())
+    return {name: median(v) if v else 0.0 for name, v in out.items()}
+
+
+def local_blocks(db: str) -> tuple[float, float]:
+    """A local run's (the newest run of `db`) median per-block sample span, and its median
+    gap between one block's last sample and the next one's first: its own cost a block."""
+    with open_store(db) as store:
+        run = store.runs()[-1]
+        samples = store.samples(run.id, status=None, with_jobs=False, with_histograms=False)
+    spans = block_spans(samples)
+    ordered = [spans[b] for b in sorted(spans)]
+    gaps = [(min(b) - max(a)).total_seconds() for a, b in pairwise(ordered)]
+    return (
+        median((max(v) - min(v)).total_seconds() for v in ordered),
+        median(gaps) if gaps else 0.0,
+    )
+
+
+def show_split(parts: dict[str, float], blocks: int, local: tuple[float, float]) -> None:
+    print("  where the time went (median s a block; start and end once a run):")
+    for name, what in PHASES:
+        value = parts[name]
+        note = ""
+        if name == "samples":
+            note = f" (local run: {local[0]:.2f} s)"
+        if name in ("start", "end"):
+            note = f" ({value / blocks:.2f} s a block over {blocks} blocks)"
+        print(f"    {name:<8}{value:7.2f}  {what}{note}")
+    between = sum(parts[n] for n in BETWEEN)
+    print(
+        f"  a host between one block's samples and its next block's ({' + '.join(BETWEEN)}): "
+        f"{between:.2f} s; a local run between blocks: {local[1]:.2f} s; "
+        f"dispatch {between - local[1]:+.2f} s a block"
+    )
 
 
 def up(fleet: Fleet, n: int) -> None:
@@ -132,14 +230,23 @@ def main() -> None:
             f"per block: local {min(local):.2f} s, 1-host fleet {min(one):.2f} s, "
             f"overhead {min(one) - min(local):+.2f} s ({min(one) / min(local):.2f}x)"
         )
+        here = local_blocks(local_env["IOLAB_DB"])
+        show_split(split(fleet.db, newest(fleet.db)), args.blocks, here)
         # 2. blocks per minute with 1, 2, 3 hosts
+        rates = {}
         for n in (1, 2, 3):
             up(fleet, n)
             took = iolab(env, "run", str(plan), "--fleet", "lab", "--hosts", str(n), "-q")
+            rates[n] = 60 * args.blocks / took
             print(
-                f"{n} host(s): {args.blocks} blocks in {took:.1f} s = "
-                f"{60 * args.blocks / took:.1f} blocks/min"
+                f"{n} host(s): {args.blocks} blocks in {took:.1f} s = {rates[n]:.1f} blocks/min"
+                f" ({rates[n] / rates[1]:.2f}x one host, {rates[n] / rates[1] / n:.2f} of N)"
             )
+            parts = split(fleet.db, newest(fleet.db))
+            show_split(parts, args.blocks, here)
+            fixed = parts["start"] + parts["end"]
+            steady = 60 * args.blocks / (took - fixed)
+            print(f"  without the controller's start and end: {steady:.1f} blocks/min")
         # 3. time to an ab verdict, 3 hosts vs 1
         for n in () if args.no_ab else (3, 1):
             up(fleet, n)
@@ -171,6 +278,11 @@ def main() -> None:
         fleet.close()
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def newest(db: str) -> int:
+    with open_store(db) as store:
+        return store.runs()[-1].id
 
 
 def dispatch(fleet: Fleet, jobs: int) -> None:

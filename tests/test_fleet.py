@@ -290,11 +290,12 @@ def test_a_device_not_designated_is_refused(hosts: Fleet, tmp_path: Path) -> Non
         before = image.read_bytes()
         plan = tmp_path / "device.yaml"
         plan.write_text(DEVICE_PLAN.format(device=loop))
+        known = [r.id for r in _runs(hosts)]
         done = iolab(hosts, "run", str(plan), "--fleet", "lab", "--destroy-data", "-q")
         assert done.returncode == 3, done.stderr
         assert "no host of class lab can run this plan" in done.stderr
         assert "not designated" in done.stderr and done.stderr.count("\n") == 1
-        assert attempts(hosts, newest_run(hosts)) == []  # judged from the hosts' facts
+        assert [r.id for r in _runs(hosts)] == known  # judged from the facts: no run made
         # whoever can write the store can change the facts, not what a host lets a plan
         # touch: each host refuses under its own host config, and the run ends once all did
         with open_store(hosts.db) as store, store._session(write=True) as conn:
@@ -523,7 +524,8 @@ def test_ab_controller_killed_then_resumed(hosts: Fleet, tmp_path: Path) -> None
 
 def test_cancel_a_fleet_run(hosts: Fleet, tmp_path: Path) -> None:
     """`iolab cancel RUN` from another terminal: nothing new starts, the blocks in flight
-    stop at their next sample, the hosts are idle again, the controller exits interrupted."""
+    stop at their next sample, the hosts are idle again, the controller exits 5 and the run
+    ends cancelled (shown by `watch` and `results`; `--resume` refuses it)."""
     plan = write_plan(tmp_path, runtime="2", repeat=12)
     known = {r.id for r in _runs(hosts)}
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
@@ -531,11 +533,12 @@ def test_cancel_a_fleet_run(hosts: Fleet, tmp_path: Path) -> None:
     wait_for(lambda: running_on(hosts, run_id), 60, "a block running")
     done = iolab(hosts, "cancel", str(run_id), timeout=180)
     assert done.returncode == 0, done.stderr
-    assert f"run {run_id} cancelled" in done.stdout and done.stdout.count("\n") == 1
+    assert f"run {run_id} cancelled:" in done.stdout and done.stdout.count("\n") == 1
     _out, err = ctl.communicate(timeout=120)
     assert ctl.returncode == 5, err
+    assert f"run {run_id} cancelled (iolab cancel), machine restored" in err
     with open_store(hosts.db) as store:
-        assert store.run(run_id).status == "interrupted"
+        assert store.run(run_id).status == "cancelled"
         stored = len(store.samples(run_id, status=None, with_jobs=False, with_histograms=False))
         rows = leases.hosts(store, "lab")
     tried = attempts(hosts, run_id)
@@ -545,6 +548,12 @@ def test_cancel_a_fleet_run(hosts: Fleet, tmp_path: Path) -> None:
     assert all(h.current_job is None for h in rows), rows  # every host let go of it
     again = iolab(hosts, "cancel", str(run_id))
     assert again.returncode == 2 and "nothing to cancel" in again.stderr
+    watched = iolab(hosts, "watch", str(run_id))
+    assert watched.stdout.startswith(f"run {run_id} (lab) cancelled:"), watched.stdout
+    listed = iolab(hosts, "results", "--run", str(run_id))
+    assert "cancelled" in listed.stdout, listed.stdout
+    resumed = iolab(hosts, "run", "--resume", str(run_id), "--fleet", "lab", "-q")
+    assert resumed.returncode == 2 and f"run {run_id} was cancelled" in resumed.stderr
     # the hosts were restored: the next run uses them as usual
     check_next = iolab(
         hosts, "run", str(write_plan(tmp_path, repeat=3)), "--fleet", "lab", "--hosts", "3", "-q"
@@ -723,9 +732,11 @@ def test_devices_by_name_provides_and_a_refusal_sent_elsewhere(
         provides.write_text(
             PLAN.format(runtime="1", repeat=2) + "requires: {fleet-thing: a test name}\n"
         )
-        done = iolab(hosts, "run", str(provides), "--fleet", "lab", "--hosts", "3", "-q")
+        done = iolab(hosts, "run", str(provides), "--fleet", "lab", "--hosts", "3")
         assert done.returncode == 0, done.stderr
-        assert f"can run this plan: {h0.name}; not {h1.name}" in done.stderr
+        said = done.stderr.find(f"can run this plan: {h0.name}; not {h1.name}")
+        made = done.stderr.find(f"run {newest_run(hosts)}: fleet-test")
+        assert 0 <= said < made, done.stderr  # before the run exists
         assert on_hosts(hosts, newest_run(hosts)) == {h0.name}
 
         named = tmp_path / "named.yaml"
@@ -747,13 +758,12 @@ def test_devices_by_name_provides_and_a_refusal_sent_elsewhere(
         nowhere = tmp_path / "nowhere.yaml"
         nowhere.write_text(PLAN.format(runtime="1", repeat=1) + "requires: {unheard-of: x}\n")
         known = {r.id for r in _runs(hosts)}
-        done = iolab(hosts, "run", str(nowhere), "--fleet", "lab", "--hosts", "3", "-q")
-        assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr
-        assert "no host of class lab can run this plan" in done.stderr
-        assert f"{h2.name}: does not provide unheard-of" in done.stderr
-        for run in _runs(hosts):
-            if run.id not in known:
-                assert attempts(hosts, run.id) == []  # not one block was sent
+        for command_line in (["run"], ["ab", "--max-blocks", "2"]):
+            done = iolab(hosts, *command_line, str(nowhere), "--fleet", "lab", "--hosts", "3")
+            assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr
+            assert "no host of class lab can run this plan" in done.stderr
+            assert f"{h2.name}: does not provide unheard-of" in done.stderr
+            assert {r.id for r in _runs(hosts)} == known  # said before the run exists
     finally:
         for host in hosts.hosts:
             hosts.kill_worker(host, signal.SIGTERM)  # the next test's hosts are plain again

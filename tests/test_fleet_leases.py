@@ -295,8 +295,8 @@ def test_what_a_store_is_waited_for() -> None:
 @pytest.mark.lab
 def test_cancel_and_watch_a_local_run(tmp_path: Path) -> None:
     """A local run cancelled from another terminal: its process is interrupted, restores
-    the machine (nothing left for `iolab cleanup`) and the run ends interrupted; `watch`
-    followed it until then."""
+    the machine (nothing left for `iolab cleanup`) and the run ends cancelled, which
+    `watch` and `results` show and `--resume` refuses; `watch` followed it until then."""
     import os
     import subprocess
     import sys
@@ -335,14 +335,15 @@ def test_cancel_and_watch_a_local_run(tmp_path: Path) -> None:
         first = watch.stdout.readline()  # it is following the run
         code, out, err = _iolab("cancel", "1", env=env)
         assert code == 0, err
-        assert "run 1 cancelled (interrupted)" in out and "SIGTERM" in out
+        assert "run 1 cancelled:" in out and "SIGTERM" in out
         _out, run_err = run.communicate(timeout=60)
         assert run.returncode == 5, run_err
+        assert "run 1 cancelled (iolab cancel), machine restored" in run_err
         watched, _ = watch.communicate(timeout=30)
         assert watch.returncode == 0
         lines = [first, *watched.splitlines()]
         assert lines[0].startswith("run 1 (lab) running:") and "/40 samples" in lines[0]
-        assert lines[-1].startswith("run 1 (lab) interrupted:")
+        assert lines[-1].startswith("run 1 (lab) cancelled:")
     finally:
         for proc in (run, watch):
             if proc is not None and proc.poll() is None:
@@ -351,7 +352,11 @@ def test_cancel_and_watch_a_local_run(tmp_path: Path) -> None:
     with open_store(env["IOLAB_DB"]) as store:
         info = store.run(1)
         tried = leases.attempts(store, 1)
-    assert info.status == "interrupted" and 2 <= info.n_samples < 40
+    assert info.status == "cancelled" and 2 <= info.n_samples < 40
     assert all(a.state in leases.TERMINAL for a in tried)
+    code, out, _ = _iolab("results", env=env)
+    assert code == 0 and "cancelled" in out, out
+    code, _, err = _iolab("run", "--resume", "1", env=env)
+    assert code == 2 and "run 1 was cancelled" in err and err.count("\n") == 1, err
     code, out, _ = _iolab("cleanup", env=env)
     assert code == 0 and "nothing" in out.lower(), out  # the run restored the machine itself

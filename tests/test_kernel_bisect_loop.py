@@ -49,6 +49,10 @@ class Blocks:
     def width(self) -> int:
         return 1
 
+    @property
+    def ahead(self) -> int:
+        return 0
+
     def in_flight(self) -> list[int]:
         return []
 

@@ -24,6 +24,7 @@ from iolab.cli.options import (
     parse_tags,
     profile_of,
     refuse_with_resume,
+    stopped_line,
     store_location,
     to_output,
 )
@@ -173,8 +174,8 @@ def command(
         checked = ab.run.check(plan, destroy_data=destroy_data, here=fleet is None)
     check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
-        source = fleet_source(store, fleet, hosts, broker)
-        if checked is not None:
+        if checked is not None:  # which hosts can run it, before the run exists
+            source = fleet_source(store, fleet, hosts, broker, checked.plan)
             setup = ab.run.start(
                 store,
                 checked,
@@ -201,6 +202,7 @@ def command(
                 f"ab run {resume} resumed at block {setup.first_block} "
                 f"(blocks 1-{setup.first_block - 1} replayed)"
             )
+            source = fleet_source(store, fleet, hosts, broker, setup.run.plan)
         plan = setup.run.plan
         if not quiet:
             console.print(
@@ -213,21 +215,18 @@ def command(
             )
         with AbReporter(console, quiet) as reporter:
             result = ab.run.run(setup, reporter, destroy_data=destroy_data, source=source)
+        status = store.run(result.run_id).status  # "cancelled" when `iolab cancel` stopped it
     run_id = result.run_id
     if not quiet:
-        console.print(f"ab run {run_id} {result.status}: {result.stopped}", highlight=False)
+        console.print(f"ab run {run_id} {status}: {result.stopped}", highlight=False)
     if result.report is None:
-        click.echo(f"iolab: ab run {run_id} interrupted before a block ended", err=True)
+        click.echo(f"iolab: ab run {run_id} {status} before a block ended", err=True)
         sys.exit(EXIT_INTERRUPTED)
     settings = setup.settings
     if result.interrupted:
         with to_output(output):
             _final(ctx, result, format_name, show_all, settings.alpha, settings.margin_pct)
-        click.echo(
-            f"iolab: ab run {run_id} interrupted, machine restored; "
-            f"`iolab ab --resume {run_id}` continues it",
-            err=True,
-        )
+        click.echo(stopped_line("ab run", run_id, status, "iolab ab"), err=True)
         sys.exit(EXIT_INTERRUPTED)
     if html_path is not None:
         from iolab.publish.files import write_atomically

@@ -84,9 +84,13 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
         o.check_fleet_store(ctx, opt["fleet"])
     progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), opt["quiet"])
     with open_store(o.store_location(ctx), must_exist=resume is not None) as store:
+        fleet, source = opt["fleet"], None
+        if checked is not None:  # which hosts can run it, before the run exists
+            source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"], checked.plan.plan)
         session = bisect.open_session(store, checked or resume, destroy_data=destroy)
-        fleet = opt["fleet"] or session.settings.fleet
-        source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"])
+        if checked is None:
+            fleet = fleet or session.settings.fleet
+            source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"], session.run.plan)
         progress.opened(session)
         try:
             outcome, status = bisect.run(
@@ -95,8 +99,8 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
             )  # fmt: skip
         except KeyboardInterrupt:
             n = session.run_id
-            click.echo(f"iolab: bisect run {n} interrupted; `iolab bisect --resume {n}` "
-                       "continues it", err=True)  # fmt: skip
+            line = o.stopped_line("bisect run", n, store.run(n).status, "iolab bisect")
+            click.echo(line, err=True)
             sys.exit(EXIT_INTERRUPTED)
         report = conclude(session, outcome, status)
     render = {"json": bisect_json.render, "markdown": bisect_text.render_markdown}

@@ -22,7 +22,7 @@ from iolab.textsafe import shown
 @click.pass_context
 def command(ctx: click.Context, run_id: int, wait_s: float) -> None:
     """Cancel run RUN: no new block starts, blocks in flight end cleanly and their hosts
-    are restored, and the run ends as interrupted.
+    are restored, and the run ends as cancelled (it cannot be resumed).
 
     \b
     Examples:
@@ -35,6 +35,6 @@ def command(ctx: click.Context, run_id: int, wait_s: float) -> None:
     with open_store(store_location(ctx), must_exist=True) as store:
         done = cancel(store, run_id, wait_s=wait_s)
     click.echo(
-        f"run {run_id} cancelled ({done.status}): {done.revoked} queued block(s) revoked, "
+        f"run {run_id} {done.status}: {done.revoked} queued block(s) revoked, "
         f"{done.stopped} in flight stopped; {shown(done.how)}"
     )

@@ -277,6 +277,17 @@ def to_output(path: str | None) -> Iterator[None]:
     write_atomically(path, buffer.getvalue())
 
 
+def stopped_line(what: str, run_id: int, status: str, command: str) -> str:
+    """The one line a run stopped by an interrupt ends with: how to go on, or that it was
+    cancelled (a cancelled run is not resumed)."""
+    if status == "cancelled":
+        return f"iolab: {what} {run_id} cancelled (iolab cancel), machine restored"
+    return (
+        f"iolab: {what} {run_id} interrupted, machine restored; "
+        f"`{command} --resume {run_id}` continues it"
+    )
+
+
 def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """`--fleet CLASS [--hosts N] [--broker URL]`: the blocks run on a fleet's hosts."""
     f = click.option(
@@ -291,7 +302,7 @@ def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
         default=1,
         show_default=True,
         metavar="N",
-        help="With --fleet: blocks in flight at once (on N hosts).",
+        help="With --fleet: blocks running at once (on N hosts).",
     )(f)
     return click.option(
         "--fleet",
@@ -316,15 +327,18 @@ def check_fleet_store(ctx: click.Context, fleet: str | None) -> None:
 
 
 def fleet_source(
-    store: Any, fleet: str | None, hosts: int, broker: str | None
+    store: Any, fleet: str | None, hosts: int, broker: str | None, plan: Any
 ) -> Callable[[Any], Any] | None:
-    """The block source a `--fleet` run uses (None: here), after checking the store."""
+    """The block source a `--fleet` run uses (None: here), after checking the store and
+    saying which hosts of the class can run `plan` — before the run is created or resumed,
+    so a plan no host can run leaves no run behind (RefusedError, exit 3)."""
     if fleet is None:
         return None
     from iolab.fleet import dispatch, service
 
     service.require_server_store(store)
     settings = dispatch.settings(fleet, hosts, service.broker_url(broker))
+    dispatch.able_hosts(store, plan, fleet)
 
     def make(run: Any) -> Any:
         return dispatch.FleetBlocks(run, settings)

@@ -14,6 +14,7 @@ from iolab.cli.options import (
     fleet_source,
     parse_tags,
     profile_of,
+    stopped_line,
     store_location,
 )
 from iolab.cli.progress import ProgressReporter
@@ -81,13 +82,14 @@ def command(
         )
     check_fleet_store(ctx, fleet)
     with open_store(store_location(ctx), must_exist=resume is not None) as store:
-        source = fleet_source(store, fleet, hosts, broker)
         if checked is None:
             assert resume is not None
             run = lifecycle.reopen(
                 store, resume, kind="lab", destroy_data=destroy_data, here=fleet is None
             )
-        else:
+            source = fleet_source(store, fleet, hosts, broker, run.plan)
+        else:  # which hosts can run it, before the run exists
+            source = fleet_source(store, fleet, hosts, broker, checked.plan)
             run = lifecycle.start(store, checked, label=label, tags=tag_map)
         plan = run.plan
         if not quiet:
@@ -103,11 +105,8 @@ def command(
                     run, destroy_data=destroy_data, reporter=reporter, source=source
                 )
         except KeyboardInterrupt:
-            click.echo(
-                f"iolab: run {run.run_id} interrupted, machine restored; "
-                f"`iolab run --resume {run.run_id}` continues it",
-                err=True,
-            )
+            status = store.run(run.run_id).status
+            click.echo(stopped_line("run", run.run_id, status, "iolab run"), err=True)
             sys.exit(EXIT_INTERRUPTED)
     click.echo(
         f"run {run.run_id} {outcome.status}: {outcome.held}/{outcome.planned} samples stored"

@@ -1,15 +1,15 @@
 """The controller's side: a `BlockSource` that runs blocks on a fleet's hosts.
 
 Every decision stays with the caller (`plan_run`, `ab.loop`); this only gets blocks measured.
-It keeps up to `hosts` blocks in flight, each as an attempt row in the store sent as one
-Celery message to the class's queue, and learns what became of them by polling the store
-(never Celery's results):
+It keeps up to `hosts` blocks in flight (a plain run one more, waiting in the queue: `ahead`),
+each as an attempt row in the store sent as one Celery message to the class's queue, and
+learns what became of them by polling the store (never Celery's results):
 
 - `finished` → the block's samples (stored by the worker with the lease) are handed back;
 - `lost` (3 missed heartbeats, expired here), `timed_out`, `infra_error`, or `queued` too
-  long while a host of the class sits idle → a new attempt (attempt + 1), which any host of
-  the class may take; the host that went silent is marked offline, and quarantined when it
-  stays away;
+  long while a host of the class sits idle (for a heartbeat) → a new attempt (attempt + 1),
+  which any host of the class may take; the host that went silent is marked offline, and
+  quarantined when it stays away;
 - `refused` → the block goes to another live host of the class that has not refused it (to
   that host's own queue); the run ends, in one line naming each host's reason, only when no
   host is left.  `failed` ends the run with the reason (as it would end a local run);
@@ -21,10 +21,10 @@ Celery message to the class's queue, and learns what became of them by polling t
   (iolab.fleet.power: never a command from the store or a host), else quarantined.
   A host whose lease was lost (3 missed heartbeats) is power-cycled too when it has one.
 
-Before the first block, the hosts of the class that can run the plan are named (from the
-facts they registered: iolab.fleet.eligible); none → the run ends before a block is sent.
+Before the run is created, the hosts of the class that can run the plan are named (from
+the facts they registered: `able_hosts`, iolab.fleet.eligible); none → no run is created.
 `iolab cancel RUN` (a request in the store, seen at each poll): blocks in flight are told to
-stop, and the run ends as interrupted.
+stop, and the run ends as cancelled.
 
 A message that could not be published (redis-server down) is published again on the next
 poll.  A resumed run adopts its blocks' attempts: finished blocks are not measured again,
@@ -57,6 +57,7 @@ from iolab.store.leases import Attempt
 
 if TYPE_CHECKING:
     from iolab.runs.lifecycle import OpenRun
+    from iolab.store.store import Store
 
 log = logging.getLogger("iolab.fleet.dispatch")
 RETRIED = ("lost", "timed_out", "infra_error")
@@ -101,6 +102,29 @@ def boot_timeout_s() -> float:
     return value
 
 
+def able_hosts(store: Store, plan: Plan, host_class: str) -> list[str]:
+    """The hosts of `host_class` that can run `plan` (from the facts they registered), said
+    in one line; RefusedError when none can.  Called before the run is created, so a plan no
+    host can run leaves no run behind."""
+    found = retry_store(lambda: leases.hosts(store, host_class))
+    if not found:
+        log.warning("no host of class %s has registered yet; blocks wait in its queue", host_class)
+        return []
+    able, unable = eligible.split(plan, found)
+    if not able:
+        raise RefusedError(
+            f"no host of class {host_class} can run this plan: "
+            + "; ".join(f"{name}: {why}" for name, why in sorted(unable.items()))
+        )
+    log.warning(
+        "hosts of class %s that can run this plan: %s%s",
+        host_class,
+        ", ".join(able),
+        "".join(f"; not {name} ({why})" for name, why in sorted(unable.items())),
+    )
+    return able
+
+
 def longest_block_s(cases: Sequence[Case]) -> float:
     """An upper bound of one block's time: each case's three steps at their time limit."""
     return sum(3 * case.timeout_s for case in cases)
@@ -122,36 +146,21 @@ class FleetBlocks:
         self._variants: dict[int, tuple[str, ...]] = {}  # block -> the variants it measures
         self._refused: dict[int, dict[str, str]] = {}  # block -> host -> its reason
         self.controller = power.load()
-        self.able = self._able_hosts()
-
-    def _able_hosts(self) -> list[str]:
-        """The hosts of the class that can run the plan, said once; RefusedError when none
-        can (nothing is sent)."""
-        found = retry_store(lambda: leases.hosts(self.store, self.fleet.host_class))
-        able, unable = eligible.split(self.run.plan, found)
-        cls = self.fleet.host_class
-        if not found:
-            log.warning("no host of class %s has registered yet; blocks wait in its queue", cls)
-            return []
-        if not able:
-            self.abandon()
-            raise RefusedError(
-                f"no host of class {cls} can run this plan: "
-                + "; ".join(f"{name}: {why}" for name, why in sorted(unable.items()))
-            )
-        log.warning(
-            "hosts of class %s that can run this plan: %s%s",
-            cls,
-            ", ".join(able),
-            "".join(f"; not {name} ({why})" for name, why in sorted(unable.items())),
-        )
-        return able
+        self._next_expiry = 0.0  # monotonic time of the next look for silent leases
+        self._idle_since: dict[str, Any] = {}  # host -> when first seen idle (server time)
 
     # -- BlockSource ----------------------------------------------------------------------
 
     @property
     def width(self) -> int:
         return self.fleet.hosts
+
+    @property
+    def ahead(self) -> int:
+        """One block waiting in the class's queue: the host that ends a block takes it at
+        once, without waiting for this controller's poll and publish (docs/fleet.md
+        "Measured")."""
+        return 1
 
     def in_flight(self) -> list[int]:
         return [*self._flight, *(b for b, _ in self._ready)]
@@ -219,7 +228,11 @@ class FleetBlocks:
     # -- inside ---------------------------------------------------------------------------
 
     def _samples(self, block: int) -> list[Sample]:
-        return self.store.samples(self.run.run_id, status=None, block=block)
+        """A finished block's samples as its consumers read them: their metrics (the
+        decisions' KPIs), not job metrics or histograms, which stay in the store."""
+        return self.store.samples(
+            self.run.run_id, status=None, block=block, with_jobs=False, with_histograms=False
+        )
 
     def _dispatch(self, block: int, host: str | None = None) -> None:
         """A new attempt at `block`, for any host of the class, or `host` only."""
@@ -256,19 +269,19 @@ class FleetBlocks:
         retry_store(lambda: leases.mark_sent(self.store, attempt.id))
 
     def _poll(self, *, redispatch: bool = True) -> None:
+        """One look at the run: a cancel, and what became of the blocks in flight (one
+        session); once a heartbeat, leases whose heartbeats stopped and silent hosts."""
         store, run_id = self.store, self.run.run_id
-        if leases.cancel_requested(store, run_id):
+        if time.monotonic() >= self._next_expiry:
+            # heartbeats come every heartbeat_s: looking more often finds nothing new
+            self._next_expiry = time.monotonic() + self.fleet.heartbeat_s
+            self._expire()
+        view = leases.run_view(store, run_id)
+        if view.cancelled:
             self.abandon()
             raise leases.RunCancelled(f"run {run_id} was cancelled (iolab cancel)")
-        for gone in leases.expire(
-            store, run_id, grace_s=self.fleet.grace_s, block_timeout_s=self.block_timeout_s
-        ):
-            if gone.host:
-                leases.set_host_state(store, gone.host, "offline", f"lost {_title(gone)}")
-                self._power_cycle(gone.host, f"lost {_title(gone)}")
-        self._quarantine()
-        now = leases.server_now(store)
-        current = {a.id: a for a in leases.attempts(store, run_id)}
+        now = view.now
+        current = {a.id: a for a in view.attempts}
         for block, old in list(self._flight.items()):
             attempt = current.get(old.id, old)
             self._flight[block] = attempt
@@ -304,6 +317,18 @@ class FleetBlocks:
             elif state == "wrong_kernel":
                 del self._flight[block]
                 self._wrong_kernel(block, attempt)
+
+    def _expire(self) -> None:
+        """Leases 3 heartbeats silent → lost (their host offline, power-cycled when the
+        controller's fleet.toml says how); hosts silent since → quarantined."""
+        store = self.store
+        for gone in leases.expire(
+            store, self.run.run_id, grace_s=self.fleet.grace_s, block_timeout_s=self.block_timeout_s
+        ):
+            if gone.host:
+                leases.set_host_state(store, gone.host, "offline", f"lost {_title(gone)}")
+                self._power_cycle(gone.host, f"lost {_title(gone)}")
+        self._quarantine()
 
     # -- kernels (docs/kernels.md) ---------------------------------------------------------
 
@@ -428,7 +453,8 @@ class FleetBlocks:
         self._dispatch(block)
 
     def _unclaimed_too_long(self, attempt: Attempt, now: Any) -> bool:
-        """Queued past the claim timeout while a live host of the class is idle: its
+        """Queued past the claim timeout while a live host that could take it is idle: any
+        host of the class, or the one host it was sent to (a refusal's or a boot's) — its
         message was lost (a broker restarted without its data)."""
         limit = self.fleet.claim_timeout_s or 3 * self.fleet.heartbeat_s
         if attempt.boot_kernel is not None:  # sent again after a boot: its host only
@@ -439,14 +465,24 @@ class FleetBlocks:
         # an idle host that started since the message was sent (back from a power cycle)
         # has had no time to take it yet
         waited = timedelta(seconds=limit)
-        return any(
-            h.state == "idle"
+        idle = {
+            h.name
+            for h in leases.hosts(self.store, self.fleet.host_class)
+            if h.state == "idle"
             and not h.drained
             and h.heartbeat_at is not None
             and now - h.heartbeat_at < fresh
             and (h.started_at is None or now - h.started_at > waited)
-            for h in leases.hosts(self.store, self.fleet.host_class)
-        )
+        }
+        # idle for a heartbeat, as this controller saw it: a host that has just ended a
+        # block says idle before it takes the block waiting for it (`ahead`)
+        for name in set(self._idle_since) - idle:
+            del self._idle_since[name]
+        for name in idle:
+            self._idle_since.setdefault(name, now)
+        settled = timedelta(seconds=self.fleet.heartbeat_s)
+        takers = idle if attempt.host is None else idle & {attempt.host}
+        return any(now - self._idle_since[name] >= settled for name in takers)
 
     def _quarantine(self) -> None:
         """Hosts silent past the quarantine time are quarantined: no block goes to them

@@ -236,16 +236,8 @@ class Worker:
         try:
             with session:
                 session.run_block(job.block, cases=chosen if job.variants else ())
-        except LeaseGone as exc:
-            return f"{job.title}: {exc.message}"
-        except SampleFailed as exc:
-            return self._end(attempt_id, "failed", exc.message, job)
-        except RefusedError as exc:
-            return self._end(attempt_id, "refused", exc.message, job)
-        except IolabError as exc:
-            return self._end(attempt_id, "infra_error", exc.message, job)
-        except Exception as exc:  # a bug or the machine: the controller tries another host
-            return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
+        except Exception as exc:
+            return self._failed(job, attempt_id, exc)
         stored = retry_store(lambda: leases.store_block(self.store, attempt_id, sink.samples))
         if not stored:
             return f"{job.title}: the lease ended before the block did; not stored"
@@ -258,16 +250,23 @@ class Worker:
             return kernel_blocks.run(
                 self.config, self.store, self.beat.lost, job, attempt_id, plan, chosen
             )
-        except LeaseGone as exc:
+        except Exception as exc:
+            return self._failed(job, attempt_id, exc)
+
+    def _failed(self, job: Job, attempt_id: int, exc: Exception) -> str:
+        """How a block that raised `exc` ends, for plain and kernel blocks alike: a lease
+        already gone stores nothing; a failed sample fails the run (`on_failure: stop`);
+        a refusal sends the block to another host; anything else (a tool missing, a bug,
+        the machine) is an infra_error the controller tries again."""
+        if isinstance(exc, LeaseGone):
             return f"{job.title}: {exc.message}"
-        except SampleFailed as exc:
+        if isinstance(exc, SampleFailed):
             return self._end(attempt_id, "failed", exc.message, job)
-        except RefusedError as exc:
+        if isinstance(exc, RefusedError):
             return self._end(attempt_id, "refused", exc.message, job)
-        except IolabError as exc:
+        if isinstance(exc, IolabError):
             return self._end(attempt_id, "infra_error", exc.message, job)
-        except Exception as exc:  # a bug or the machine: the controller tries again
-            return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
+        return self._end(attempt_id, "infra_error", f"{type(exc).__name__}: {exc}", job)
 
     def _end(self, attempt_id: int, state: str, reason: str, job: Job) -> str:
         retry_store(lambda: leases.end(self.store, attempt_id, state, reason))

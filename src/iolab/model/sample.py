@@ -68,7 +68,7 @@ class RunInfo:
     id: int
     kind: str  # "import" | "lab" | "ab"
     label: str | None
-    status: str  # "running" | "finished" | "interrupted" | "failed"
+    status: str  # "running" | "finished" | "interrupted" | "cancelled" | "failed"
     created_at: datetime
     plan_text: str | None = None
     plan_hash: str | None = None

@@ -14,7 +14,7 @@ SCHEMA = "iolab-bisect/1"
 @dataclass(frozen=True)
 class BisectReport:
     run_id: int
-    status: str  # finished | interrupted | failed
+    status: str  # finished | interrupted | cancelled | failed
     kpi: str
     direction: str
     alpha: float

@@ -28,6 +28,13 @@ class BlockSource(Protocol):
     @property
     def width(self) -> int: ...
 
+    @property
+    def ahead(self) -> int:
+        """Blocks that may wait beyond `width` when every block will be measured (a plain
+        run, never an adaptive one): on a fleet one, so that a host ending a block takes the
+        next from the queue at once instead of waiting for the controller."""
+        ...
+
     def start(self, block: int, cases: Sequence[Case] = ()) -> None: ...
 
     def next_finished(self) -> tuple[int, list[Sample]]: ...
@@ -69,6 +76,10 @@ class LocalBlocks:
     @property
     def width(self) -> int:
         return 1
+
+    @property
+    def ahead(self) -> int:
+        return 0
 
     def start(self, block: int, cases: Sequence[Case] = ()) -> None:
         self._queue.append((block, cases))

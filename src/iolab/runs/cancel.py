@@ -5,9 +5,9 @@ owner: a fleet controller sees it at its next poll, a local run when it stores i
 sample; and the block attempts of the run are revoked at once, so each worker stops at its
 next sample and its session restores the host (unmounts, detaches, undoes its settings)
 before it takes another block.  An owner on this machine is also sent SIGTERM, which
-interrupts the sample it runs (the lab's interrupt path restores the machine).  A run whose
-owner is gone is marked interrupted here.  The cancel then waits until the run has ended
-and no host is still busy with it.
+interrupts the sample it runs (the lab's interrupt path restores the machine).  The owner
+records the run `cancelled` (lifecycle.stopped_status); a run whose owner is gone is marked
+so here.  The cancel then waits until the run has ended and no host is still busy with it.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def cancel(store: Store, run_id: int, *, wait_s: float, poll_s: float = 0.5) -> 
 
 def _stop_owner(store: Store, run_id: int, owner: str | None) -> str:
     if owner is None or not claim.owner_alive(owner):
-        store.finish_run(run_id, "interrupted")
-        return "its process had ended; marked interrupted"
+        store.finish_run(run_id, "cancelled")
+        return "its process had ended; marked cancelled"
     host, pid = owner.split(":")[:-2], owner.split(":")[-2]
     if ":".join(host) == socket.gethostname() and pid.isdigit():
         try:

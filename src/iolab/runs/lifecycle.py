@@ -165,6 +165,8 @@ def reopen(
     makes of it before it is checked.
     """
     info = store.run(run_id)
+    if info.status == "cancelled":
+        raise IolabError(f"run {run_id} was cancelled (iolab cancel); start a new run instead")
     if info.kind != kind:
         other = CONTINUED_BY.get(info.kind)
         hint = f"; `{other} {run_id}` continues it" if other else ""
@@ -189,13 +191,25 @@ def reopen(
 class Ending:
     """How the run ends; the body of `running` sets `status` when it completes."""
 
-    status: str = "failed"  # finished | interrupted | failed
+    status: str = "failed"  # finished | interrupted | cancelled | failed
+
+
+def stopped_status(store: Store, run_id: int) -> str:
+    """How an interrupt ends run `run_id`: "cancelled" when `iolab cancel` asked for it (the
+    SIGTERM it sends a local run looks like any other), else "interrupted"."""
+    from iolab.store import leases
+
+    with contextlib.suppress(IolabError):
+        if leases.cancel_requested(store, run_id):
+            return "cancelled"
+    return "interrupted"
 
 
 @contextlib.contextmanager
 def running(run: OpenRun) -> Iterator[Ending]:
     """Interrupts (Ctrl-C, SIGTERM, SIGHUP) raise KeyboardInterrupt inside; the run's status
-    is recorded on the way out — "interrupted" for those, "failed" for any other error."""
+    is recorded on the way out — "interrupted" for those ("cancelled" when `iolab cancel`
+    sent it), "failed" for any other error."""
     ending = Ending()
     if run.resumed:
         run.store.finish_run(run.run_id, "running")
@@ -203,7 +217,7 @@ def running(run: OpenRun) -> Iterator[Ending]:
         with interrupts_raise():
             yield ending
     except KeyboardInterrupt:
-        ending.status = "interrupted"
+        ending.status = stopped_status(run.store, run.run_id)
         with contextlib.suppress(IolabError):
             run.store.finish_run(run.run_id, ending.status)
         raise

@@ -15,7 +15,7 @@ from iolab.runs.lifecycle import OpenRun, planned_samples, running
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: int
-    status: str  # finished | interrupted | failed
+    status: str  # finished | interrupted | cancelled | failed
     planned: int
     stored: int  # samples stored by this process
     failed: int  # samples that failed in this process
@@ -56,11 +56,12 @@ def execute(
 
 
 def _run_all(source: BlockSource, blocks: range | list[int]) -> int:
-    """Every block through `source`, up to its width at once; how many samples came back."""
+    """Every block through `source`, up to its width at once and its `ahead` more waiting
+    (every block is run, so none waits in vain); how many samples came back."""
     pending = list(blocks)
     stored = 0
     while pending or source.in_flight():
-        while pending and len(source.in_flight()) < source.width:
+        while pending and len(source.in_flight()) < source.width + source.ahead:
             source.start(pending.pop(0))
         _, samples = source.next_finished()
         stored += len(samples)

@@ -48,7 +48,7 @@ HOST_STATES = ("idle", "busy", "offline", "quarantined")
 
 class RunCancelled(KeyboardInterrupt):
     """`iolab cancel RUN` asked the run to stop: its owner ends it as an interrupt (the
-    machine restored, the run `interrupted`, exit 5), wherever the owner runs."""
+    machine restored, the run `cancelled`, exit 5), wherever the owner runs."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +335,27 @@ def attempts(
         query = query.where(c.state.in_(list(states)))
     with store._session() as conn:
         return [_attempt(r) for r in conn.execute(query.order_by(c.run_id, c.block, c.attempt))]
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a fleet controller reads at each poll, in one round trip's session: whether the
+    run was cancelled, its attempts, and the server's clock."""
+
+    cancelled: bool
+    attempts: list[Attempt]
+    now: datetime
+
+
+def run_view(store: Store, run_id: int) -> RunView:
+    c = block_attempts.c
+    query = select(block_attempts).where(c.run_id == run_id)
+    with store._session() as conn:
+        cancelled = conn.execute(
+            select(run_cancels.c.run_id).where(run_cancels.c.run_id == run_id)
+        ).first()
+        rows = conn.execute(query.order_by(c.block, c.attempt))
+        return RunView(cancelled is not None, [_attempt(r) for r in rows], db_now(conn))
 
 
 def mark_after_decision(store: Store, run_id: int, blocks: Iterable[int]) -> None:

@@ -40,7 +40,7 @@ from iolab.store.reader import SampleQuery, StoreReader, no_run_id
 from iolab.store.schema import histograms, metrics, run_tags, runs, samples
 
 RUN_KINDS = ("import", "lab", "ab", "bisect")
-RUN_STATUSES = ("running", "finished", "interrupted", "failed")
+RUN_STATUSES = ("running", "finished", "interrupted", "cancelled", "failed")
 SAMPLE_STATUSES = ("ok", "failed")
 
 
