@@ -15,6 +15,7 @@ from iolab.fleet.app import class_queue, host_queue, make_app, redacted
 from iolab.fleet.config import HostConfig
 from iolab.fleet.retry import retry_store
 from iolab.fleet.worker import Beat, Worker, boot_id, kernel, register
+from iolab.kernels import timing
 from iolab.store import leases
 from iolab.store.store import Store
 
@@ -48,6 +49,7 @@ def require_server_store(store: Store) -> None:
 
 def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     """Serve blocks until stopped (SIGTERM: after the running block); the exit code."""
+    timing.mark("worker_main")
     require_server_store(store)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
@@ -74,6 +76,9 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     # the lab needs root (loop devices, mkfs, mount); Celery's warning about it is known
     warnings.filterwarnings("ignore", message=".*superuser privileges.*")
     register(app, Worker(config, store, beat))
+    from celery.signals import worker_ready
+
+    worker_ready.connect(lambda **_: timing.mark("worker_ready"), weak=False)
     log.info(
         "host %s (class %s) serving %s and %s from %s",
         config.name,

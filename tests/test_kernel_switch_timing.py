@@ -1,0 +1,64 @@
+"""A kernel switch's stamps (`iolab.kernels.timing`): read from this machine's own clocks,
+and turned into the parts the bench prints."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from iolab.kernels import timing
+
+
+def test_stamps_come_from_this_boot_and_order_themselves() -> None:
+    requested = time.time() - 5.0
+    timing.mark("worker_main")
+    got = timing.stamps(requested)
+    assert got["requested_at"] == round(requested, 3)
+    # the boot started before the request here (the request was made in this boot)
+    assert got["boot_at"] < requested and got["measure_s"] >= got["worker_main_s"]
+    assert 0 < got["service_s"] <= got["worker_main_s"] <= got["measure_s"]
+    for key in ("userspace_s", "multi_user_s"):  # systemd's, when it runs this machine
+        if key in got:
+            assert 0 < got[key] < got["measure_s"]
+
+
+def test_a_mark_is_taken_once_per_process() -> None:
+    code = (
+        "import time; from iolab.kernels import timing\n"
+        "timing.mark('x'); first = timing._MARKS['x']; time.sleep(0.05); timing.mark('x')\n"
+        "assert timing._MARKS['x'] == first; print(first)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 0 < float(out.stdout) <= timing.since_boot()
+
+
+def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
+    boot_at = 1_000_000.0
+    stamps = {
+        "requested_at": boot_at - 4.0,
+        "boot_at": boot_at,
+        "userspace_s": 3.0,
+        "multi_user_s": 15.0,
+        "service_s": 12.0,
+        "worker_main_s": 20.0,
+        "worker_ready_s": 23.0,
+        "task_s": 25.5,
+        "measure_s": 27.0,
+    }
+    got = timing.parts(stamps, sample_started_at=boot_at + 30.0)
+    assert got == {
+        "shutdown and kexec": 4.0,
+        "kernel": 3.0,
+        "systemd to multi-user": 12.0,
+        "cleanup and worker start": 8.0,
+        "worker connects": 3.0,
+        "controller sends the block": 2.5,
+        "task to sample": 1.5,
+        "multi_user": 15.0,
+        "total": 34.0,
+    }
+    # a stamp missing (no systemd): its parts are left out, not guessed
+    partial = {k: v for k, v in stamps.items() if k != "multi_user_s"}
+    assert "systemd to multi-user" not in timing.parts(partial)
+    assert "multi_user" not in timing.parts(partial)
