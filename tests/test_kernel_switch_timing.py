@@ -1,11 +1,16 @@
-"""A kernel switch's stamps (`iolab.kernels.timing`): read from this machine's own clocks,
-and turned into the parts the bench prints."""
+"""A kernel switch's cost: its stamps (`iolab.kernels.timing`) read from this machine's own
+clocks and turned into the parts the bench prints, and the cleanup the worker now does in its
+own process after a boot."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from iolab.kernels import timing
 
@@ -62,3 +67,26 @@ def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
     partial = {k: v for k, v in stamps.items() if k != "multi_user_s"}
     assert "systemd to multi-user" not in timing.parts(partial)
     assert "multi_user" not in timing.parts(partial)
+
+
+def test_the_worker_undoes_a_killed_processs_changes_in_its_own_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `iolab cleanup` did before the worker started (a second Python start after every
+    kernel switch) the worker does itself: a dead process's journaled change is undone, a
+    live one's is left alone."""
+    from iolab.fleet.service import undo_leftovers
+    from iolab.guest.hosts import default_command
+
+    monkeypatch.setenv("IOLAB_JOURNAL_DIR", str(tmp_path / "journal"))
+    made = tmp_path / "made-by-a-killed-run"
+    code = (
+        "import os, sys; from iolab.lab.journal import Journal\n"
+        "j = Journal.open(); j.record('unlink', path=sys.argv[1]); open(sys.argv[1], 'w')\n"
+        "os._exit(0)  # killed: nothing undone"
+    )
+    subprocess.run([sys.executable, "-c", code, str(made)], check=True, env=dict(os.environ))
+    assert made.exists()
+    undo_leftovers()
+    assert not made.exists()
+    assert "cleanup" not in default_command("g1", "c")  # the guest starts the worker only

@@ -54,6 +54,7 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
     )
+    undo_leftovers()
     # facts only (docs/fleet.md "Trust"): nothing a host registers is ever run by anyone
     retry_store(
         lambda: leases.register_host(
@@ -107,6 +108,23 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     return int(worker.exitcode or 0)
 
 
+def undo_leftovers() -> None:
+    """What iolab processes killed on this host left (their journals), undone before it
+    takes a block — `iolab cleanup`, in the worker's own process: after each kernel switch a
+    host starts one Python, not two (under emulation each start costs seconds)."""
+    from iolab.lab.journal import cleanup_leftover, leftovers
+
+    for left in leftovers():
+        if left.owner_alive:
+            continue
+        pending = len(left.pending)
+        failures = cleanup_leftover(left)
+        log.info("undid %d of %d change(s) left by pid %d", pending - len(failures), pending,
+                 left.pid)  # fmt: skip
+        for failure in failures:
+            log.warning("could not undo: %s", failure)
+
+
 def _cmdline() -> str | None:
     try:
         with open("/proc/cmdline") as fh:
@@ -137,8 +155,7 @@ User=root
 EnvironmentFile=/etc/iolab/worker.env
 ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
 # SIGTERM: a warm shutdown, after the running block; the journal undoes a killed one
-# (ExecStartPre runs `iolab cleanup` for what a crash left)
-ExecStartPre=-{shlex.quote(executable)} cleanup
+# (the worker undoes what a crash left, as `iolab cleanup` does, before it takes a block)
 KillSignal=SIGTERM
 TimeoutStopSec=infinity
 # logs: the journal (journalctl -u iolab-worker); a crash or a store that stayed away

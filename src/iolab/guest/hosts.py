@@ -125,9 +125,10 @@ def service_script(nonce: str, command: str) -> str:
 
 
 def default_command(name: str, host_class: str) -> str:
-    """The fleet worker, as its own systemd unit would run it (cleanup first)."""
+    """The fleet worker, as its own systemd unit would run it (it undoes what a killed
+    iolab left first, in its own process)."""
     worker = ["iolab", "worker", "--name", name, "--class", host_class]
-    return "iolab cleanup || true\nexec " + shlex.join([*worker, "--config", CONFIG_IN_GUEST])
+    return "exec " + shlex.join([*worker, "--config", CONFIG_IN_GUEST])
 
 
 def up(
