@@ -56,7 +56,7 @@ def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
         "shutdown and kexec": 4.0,
         "kernel": 3.0,
         "systemd to multi-user": 12.0,
-        "cleanup and worker start": 8.0,
+        "worker start": 8.0,
         "worker connects": 3.0,
         "controller sends the block": 2.5,
         "task to sample": 1.5,

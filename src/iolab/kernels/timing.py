@@ -4,8 +4,8 @@ A switch runs from the worker's request (`switch.prepare`, wall clock `requested
 next sample's start.  The new boot knows the rest on its monotonic boot clock
 (`CLOCK_BOOTTIME`, zero at the kernel's start): systemd's own stamps (userspace started,
 multi-user.target reached, as `systemd-analyze` prints them), the start of the process that
-became the worker (the service script, which first runs `iolab cleanup`, then `exec`s the
-worker: one pid), the worker's `main` and the moment Celery was ready to consume, and the task
+became the worker (a service script that `exec`s it: one pid), the worker's `main` (after
+Python's start and iolab's imports) and the moment Celery was ready to consume, and the task
 that asked for the sample.  `stamps` gathers them into each booted sample's provenance
 (`boot.switch`); `parts` turns them into durations (the bench prints them).  Every stamp is
 optional: a host without systemd, or a clock that cannot be read, leaves it out.
@@ -73,7 +73,7 @@ PARTS = (
     ("shutdown and kexec", "requested_at", "boot_at"),
     ("kernel", "boot_at", "userspace_s"),
     ("systemd to multi-user", "userspace_s", "multi_user_s"),
-    ("cleanup and worker start", "service_s", "worker_main_s"),
+    ("worker start", "service_s", "worker_main_s"),
     ("worker connects", "worker_main_s", "worker_ready_s"),
     ("controller sends the block", "worker_ready_s", "task_s"),
     ("task to sample", "task_s", "measure_s"),
