@@ -18,8 +18,8 @@ from iolab.kernels import timing
 def test_stamps_come_from_this_boot_and_order_themselves() -> None:
     requested = time.time() - 5.0
     timing.mark("worker_main")
-    got = timing.stamps(requested)
-    assert got["requested_at"] == round(requested, 3)
+    got = timing.stamps(requested, 2.5)
+    assert got["requested_at"] == round(requested, 3) and got["install_s"] == 2.5
     # the boot started before the request here (the request was made in this boot)
     assert got["boot_at"] < requested and got["measure_s"] >= got["worker_main_s"]
     assert 0 < got["service_s"] <= got["worker_main_s"] <= got["measure_s"]
@@ -41,6 +41,7 @@ def test_a_mark_is_taken_once_per_process() -> None:
 def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
     boot_at = 1_000_000.0
     stamps = {
+        "install_s": 140.0,
         "requested_at": boot_at - 4.0,
         "boot_at": boot_at,
         "userspace_s": 3.0,
@@ -60,6 +61,7 @@ def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
         "worker connects": 3.0,
         "controller sends the block": 2.5,
         "task to sample": 1.5,
+        "fetch and install (dpkg -i)": 140.0,
         "multi_user": 15.0,
         "total": 34.0,
     }

@@ -149,5 +149,5 @@ def _record(judged: switch.Judged, mine: bool) -> dict[str, object]:
         record["requested"] = judged.request.kernel
         record["additions"] = list(judged.request.additions)
         record["from_boot_id"] = judged.request.from_boot_id
-        record["switch"] = timing.stamps(judged.request.requested_at)
+        record["switch"] = timing.stamps(judged.request.requested_at, judged.request.install_s)
     return record
