@@ -365,11 +365,16 @@ def main() -> int:
                     f"range {found.get('commit_range')}")  # fmt: skip
                 regz = iolab(env, "regressions", "--format", "regzbot").stdout
                 say("   " + " | ".join(x for x in regz.splitlines() if "introduced" in x))
-                if args.tree == "planted":
-                    check(
-                        found.get("culprit") == planted, "the entry's culprit is the planted commit"
-                    )
+                bisects = (found.get("lab") or {}).get("bisects") or []
+                last = bisects[-1] if bisects else {}
+                say(f"   the lab's bisects: {[(b['outcome'], b['culprit']) for b in bisects]}")
+                if args.tree == "planted":  # the culprit column held the robot's claim before
+                    check(last.get("outcome") == "found" and last.get("culprit") == planted,
+                          "the entry records the bisect's culprit, the planted commit")  # fmt: skip
                     check(f"#regzbot introduced: {planted}" in regz, "regzbot names it")
+                else:
+                    check(last.get("outcome") in ("no regression", "not known", "range")
+                          and not last.get("culprit"), "the entry records no culprit")  # fmt: skip
     finally:
         with step("teardown"):
             if guest:
