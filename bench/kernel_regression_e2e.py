@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import statistics
 import subprocess
 import sys
@@ -232,6 +233,8 @@ def main() -> int:
     parser.add_argument("--bisect-blocks", type=int, default=8)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    # SIGTERM ends the bench as Ctrl-C does: through the teardown (guest, PostgreSQL, Redis)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     began = time.monotonic()
 
     with step("1. the tree and its builds (cached)"):
@@ -256,11 +259,14 @@ def main() -> int:
             fleet = Fleet.make(n_hosts=0)
             env = fleet.env()
             env.update(
+                # the guest beats every 10 s: under TCG a `dpkg -i` starves its heartbeat thread
+                IOLAB_FLEET_HEARTBEAT_S="10",
                 IOLAB_FLEET_BOOT_TIMEOUT_S="600",
                 IOLAB_GUEST_STATE=str(work / "guests"),
                 XDG_CACHE_HOME=info["xdg_cache_home"],
             )
-            os.environ.update(IOLAB_GUEST_STATE=env["IOLAB_GUEST_STATE"])
+            for key in ("IOLAB_GUEST_STATE", "IOLAB_FLEET_HEARTBEAT_S"):  # `guest up` reads them
+                os.environ[key] = env[key]
             up = iolab(
                 env, "guest", "up", name, "--kernels", GUEST_KERNEL, "--broker", fleet.broker,
                 "--db", fleet.db, "--class", name, "--hooks", str(guest_hooks(work)),
