@@ -240,3 +240,21 @@ def test_a_vm_spec_comes_back_from_its_json_whole(tmp_path: Path) -> None:
     del broken["pidfile"]
     with pytest.raises(LabError, match="incomplete"):
         vm.VmSpec.from_json(broken)
+
+
+def test_the_service_mounts_the_source_disk_when_a_slow_boot_gave_up_on_it(
+    tmp_path: Path,
+) -> None:
+    """fstab mounts the source disk `nofail` with a 60 s device timeout; a kernel built here
+    boots slowly enough under TCG that systemd gives up, and the worker then cannot import
+    iolab.  The service script mounts it itself, before the worker starts."""
+    from iolab.guest.disks import SOURCE_LABEL
+    from iolab.guest.hosts import service_script
+
+    script = service_script("n0nce", "exec iolab worker")
+    mount = f"mount -o ro /dev/disk/by-label/{SOURCE_LABEL} /opt/iolab/src"
+    assert "mountpoint -q /opt/iolab/src" in script and mount in script
+    assert script.index(mount) < script.index("exec iolab worker")
+    path = tmp_path / "service"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0

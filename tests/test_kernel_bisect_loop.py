@@ -137,3 +137,21 @@ def test_three_blocks_without_a_value_end_the_run_failed(tmp_path: Path) -> None
         bisect.run(session, fleet=lambda _run: blocks)
     assert blocks.abandoned and len(blocks.started) == 3
     assert run.store.run(run.run_id).status == "failed"
+
+
+def test_regression_is_refused_for_releases_before_any_store(tmp_path: Path) -> None:
+    """`--regression ID` records a culprit commit; a bisect over releases names none."""
+    from iolab.errors import IolabError
+
+    path = tmp_path / "p.yaml"
+    path.write_text(PLAN)
+    request = bisect.Request(
+        plan_from_text(PLAN, str(path), None),
+        mode="releases",
+        releases=tuple(RELEASES[:3]),
+        fleet="lab",
+        regression=1,
+    )
+    with pytest.raises(IolabError, match="--regression records a culprit commit"):
+        bisect.check(request)
+    assert not list(tmp_path.glob("*.db"))

@@ -567,14 +567,34 @@ class FleetStandIn:
         return block, out
 
 
+ROBOT_MAIL = Path(__file__).parent / "data" / "reports" / "lkp" / "2026-btrfs-fio-write-iops.txt"
+
+
+def robot_mail_naming(base: str, commit: str) -> str:
+    """The robot's mail of tests/data with its base and commit replaced (every spelling)."""
+    text = ROBOT_MAIL.read_text()
+    for old, new in (("4e159150a9a56d66d247f4b5510bed46fe58aa1c", commit),
+                     ("4e159150a9a56d66d247f4b5510", commit[:27]), ("4e159150a9", commit[:10]),
+                     ("34308187395ff01f", base[:16]), ("3430818739", base[:10])):  # fmt: skip
+        text = text.replace(old, new)
+    return text
+
+
 @pytest.mark.postgres
+@pytest.mark.parametrize(("first_slow", "explicit"), [(6, False), (4, True)])
 def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
-    pg_store: object, tmp_path: Path
+    pg_store: object, tmp_path: Path, first_slow: int, explicit: bool
 ) -> None:
     """The session over kernel commits on the host: commits built by the hook as the engine
     asks (an unbuildable one skipped), each build's artifacts in the store, the plan sent to
-    the hosts growing a variant per built commit, the culprit found, the artifacts removed."""
+    the hosts growing a variant per built commit, the culprit found (or, next to the
+    unbuildable commit, a range), the artifacts removed; the registry entry a robot mail
+    opened over the same range (matched by its ends, or named by `--regression`) records
+    the culprit or the range, which `--format regzbot` then prints."""
     from iolab.bisect.summary import conclude
+    from iolab.history.report_import import import_report
+    from iolab.report.bisect_text import render_table
+    from iolab.store import registry
     from iolab.store.store import Store
 
     assert isinstance(pg_store, Store)
@@ -595,28 +615,52 @@ def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
         git("-c", "user.email=l@example.invalid", "-c", "user.name=lab", "commit", "-q",
             "-m", f"v{n}")  # fmt: skip
         shas.append(git("rev-parse", "HEAD"))
+    mail = tmp_path / "robot.eml"
+    mail.write_text(robot_mail_naming(shas[0], shas[-1]))
+    (entry_id,) = [i.regression_id for i in import_report(pg_store, str(mail)).entries]
+    other = tmp_path / "other.eml"  # another range: a bisect of these ends leaves it alone
+    other.write_text(robot_mail_naming(shas[1], shas[-2]).replace("d71b793c", "d71b793d"))
+    (other_id,) = [i.regression_id for i in import_report(pg_store, str(other)).entries]
     calls, hook, plan = tmp_path / "calls", tmp_path / "hook.py", tmp_path / "plan.yaml"
     hook.write_text(HOOK)
     plan.write_text(PLAN_TEXT)
     request = bisect.Request(
         load_plan(str(plan)), mode="kernel-commits", repo=path, good=shas[0], bad=shas[-1],
         build=(sys.executable, str(hook), str(calls)), max_blocks=20, alpha=0.2, fleet="lab",
-        cache=tmp_path / "cache",
+        cache=tmp_path / "cache", regression=other_id if explicit else None,
     )  # fmt: skip
     session = bisect.start(pg_store, bisect.check(request))
-    fleet = FleetStandIn(pg_store, session.run_id, set(shas[6:]))
+    fleet = FleetStandIn(pg_store, session.run_id, set(shas[first_slow:]))
     outcome, status = bisect.run(session, fleet=fleet.open)  # type: ignore[arg-type]
-    assert status == "finished" and not fleet.abandoned and outcome.kind == "found", outcome
-    assert session.name(outcome.culprit or 0) == shas[6]
+    assert status == "finished" and not fleet.abandoned, outcome
     built = calls.read_text().split()
-    assert len(built) == len(set(built)) and {shas[0], shas[-1], shas[6]} <= set(built)
+    assert len(built) == len(set(built)) and {shas[0], shas[-1]} <= set(built)
     assert fleet.plans >= 1  # the hosts got the grown plan before a new commit's block
     meta = pg_store.run(session.run_id).meta
     records = meta[artifacts.META]
     assert all(records[s]["artifacts"] for s in built if s != shas[3])
     assert meta["kernel_artifacts_removed"] == sum(1 for r in records.values() if r["ok"])
     report = conclude(session, outcome, status)
-    assert report.commits[outcome.culprit or 0].subject == f"v6 [kernel 6.9.0-iolab-{shas[6][:12]}]"
+    recorded = other_id if explicit else entry_id
+    assert report.registry == (recorded,)
+    assert f"recorded on regression {recorded} " in render_table(report)
+    entry = registry.get(pg_store, recorded)
+    untouched = registry.get(pg_store, entry_id + other_id - recorded)
+    assert "bisects" not in (untouched.details.get("lab") or {})
+    assert untouched.culprit == untouched.details["commit"]  # the robot's claim, as imported
+    (bisected,) = entry.details["lab"]["bisects"]
+    assert bisected["run_id"] == session.run_id and bisected["outcome"] == outcome.kind
+    assert entry.events[-1].evidence_run_id == session.run_id
+    if first_slow == 6:
+        assert outcome.kind == "found" and session.name(outcome.culprit or 0) == shas[6]
+        assert shas[6] in built
+        subject = f"v6 [kernel 6.9.0-iolab-{shas[6][:12]}]"
+        assert report.commits[outcome.culprit or 0].subject == subject
+        assert entry.culprit == shas[6] and entry.commit_range is None
+    else:  # the unbuildable commit 3 is next to the culprit: the range from 2 to 4
+        assert outcome.kind == "range", outcome
+        assert 3 - 1 in outcome.unbuildable  # candidate indexes start at the good end's child
+        assert entry.culprit is None and entry.commit_range == f"{shas[2]}..{shas[4]}"
 
 
 # ------------------------------------------------------------ ab over kernel commits

@@ -580,3 +580,37 @@ def test_one_multipath_device_is_one_map(tmp_path: Path) -> None:
     assert "filename={dev}" in (case.workload.fio_text or "")
     quick = load_plan(str(out), "quick").cases[0]
     assert quick.target.size_bytes == 512 << 20
+
+
+def test_robot_fsmark_mail_reproduces_as_fio_with_kernel_variants(tmp_path: Path) -> None:
+    """An fsmark report: fs_mark's fsync-before-close small files written as fio, the base
+    and the commit as kernel variants by commit, the journal as the evidence; the plan loads
+    with its quick profile (no kernel there)."""
+    from iolab.errors import IolabError
+    from iolab.reproduce.service import reproduce
+    from lkp_mail import fsmark_mail
+
+    base = "8ef07c1efa74464100e437a1ceff55c4f1ec667d"
+    commit = "9fa202607476dcb6f62e2ec9fca8f0e60fb06f71"
+    mail = tmp_path / "robot.eml"
+    mail.write_text(fsmark_mail(base, "ext4/balloc: a line", commit, "ext4: journal once more"))
+    text = reproduce(mail.read_text(), str(mail)).plan_text
+    assert "fsync_on_close=1" in text and "create_on_open=1" in text and "bs=4096" in text
+    assert "nrfiles={nrfiles}" in text and "- jbd2" in text
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    plan = load_plan(str(path))
+    assert {c.variant: c.kernel_commit for c in plan.cases} == {
+        "base": base[:10],
+        "commit": commit,  # the `commit:` line gives it whole
+    }
+    assert [k.metric for k in plan.kpis] == ["write.iops"]
+    job = plan.cases[0].workload.fio_text or ""
+    assert "nrfiles=1024" in job and "numjobs=1" in job, job
+    quick = load_plan(str(path), "quick")
+    assert all(c.kernel_commit is None for c in quick.cases)
+    assert "nrfiles=64" in (quick.cases[0].workload.fio_text or "")
+    # another sync method is refused in one line
+    other = mail.read_text().replace("fsyncBeforeClose", "syncPostReverseFsync")
+    with pytest.raises(IolabError, match="only fsyncBeforeClose and NoSync"):
+        reproduce(other, str(mail))

@@ -75,6 +75,7 @@ class Request:
     search: SearchKind = "probabilistic"
     cache: Path | None = None
     fleet: str | None = None
+    regression: int | None = None  # `--regression ID`: the entry its result is recorded on
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,11 @@ def check(req: Request, *, destroy_data: bool = False) -> Checked:
         plan = kernel_plan(req.plan, {}) if kernel else req.plan
         option = "--kernel-repo" if kernel else "--repo"
         arms = tuple(git.commit_range(req.repo.resolve(), req.good, req.bad, option))
+    if req.mode == "releases" and req.regression is not None:
+        raise IolabError(
+            "--regression records a culprit commit: it goes with a bisect over a git range "
+            "(--kernel-repo or --repo), not releases"
+        )
     if req.mode == "commits" and req.fleet is not None:
         raise IolabError("a commit bisect runs here; --fleet is for kernels")
     if req.mode != "commits" and req.fleet is None:
@@ -216,6 +222,7 @@ def start(store: Store, checked: Checked) -> Session:
             "kernel-commits": str(cache / "kernels"),
         }.get(req.mode),
         fleet=req.fleet,
+        regression=req.regression,
     )
     store.update_run_meta(run.run_id, {**settings.to_meta(), settings.builds_key: {}})
     return Session(run, settings, source_for(settings, req.plan), settings.engine())

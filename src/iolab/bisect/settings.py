@@ -47,6 +47,7 @@ class BisectSettings:
     build: tuple[str, ...] = ()
     cache: str | None = None
     fleet: str | None = None
+    regression: int | None = None  # the registry entry its result is recorded on
 
     @property
     def builds_key(self) -> str:
@@ -81,6 +82,7 @@ class BisectSettings:
                 "build": list(self.build),
                 "cache": self.cache,
                 "fleet": self.fleet,
+                "regression": self.regression,
             }
         }
 
@@ -112,6 +114,7 @@ class BisectSettings:
                 build=tuple(str(a) for a in s.get("build") or ()),
                 cache=None if s.get("cache") is None else str(s["cache"]),
                 fleet=None if s.get("fleet") is None else str(s["fleet"]),
+                regression=None if s.get("regression") is None else int(s["regression"]),
             )
         except (KeyError, TypeError, ValueError):
             raise IolabError(

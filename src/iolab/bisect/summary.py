@@ -5,6 +5,8 @@ repository and the store; formats live in `iolab.report.bisect_*`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from iolab.analysis.build import Options, pair_report
 from iolab.analysis.select import Selector
 from iolab.bisect.session import Session
@@ -35,6 +37,38 @@ def evidence(session: Session, outcome: Outcome) -> Report | None:
         )
     except IolabError:
         return None
+
+
+def record_in_registry(session: Session, outcome: Outcome) -> tuple[int, ...]:
+    """A finished bisect over a git range answers the registry (`history.answers`): the
+    entry `--regression ID` named, else every open or confirmed entry whose base and commit
+    are its good and bad ends (an entry imported from a robot mail).  "found" records the
+    culprit, "range" the range from the last good commit to the last candidate."""
+    from iolab.history.answers import record_bisect
+
+    s = session.settings
+    if s.mode == "releases":
+        return ()
+    culprit = commit_range = None
+    if outcome.kind == "found" and outcome.first is not None:
+        culprit = session.name(outcome.first)
+    elif outcome.kind == "range" and outcome.first is not None and outcome.last is not None:
+        commit_range = f"{session.name(outcome.first - 1)}..{session.name(outcome.last)}"
+    kind = outcome.kind
+    if (kind == "found" and culprit is None) or (kind == "range" and commit_range is None):
+        kind = "not known"
+    return tuple(
+        record_bisect(
+            session.store,
+            s.arms[0],
+            s.arms[-1],
+            kind,
+            run_id=session.run_id,
+            culprit=culprit,
+            commit_range=commit_range,
+            regression_id=s.regression,
+        )
+    )
 
 
 def build_report(session: Session, outcome: Outcome, status: str) -> BisectReport:
@@ -69,5 +103,7 @@ def conclude(session: Session, outcome: Outcome, status: str) -> BisectReport:
     """The report of a finished (or stopped) bisect, also kept in its run's meta so that
     `iolab report` and the site can show it later without measuring again."""
     report = build_report(session, outcome, status)
+    if status == "finished":
+        report = replace(report, registry=record_in_registry(session, outcome))
     session.store.update_run_meta(session.run_id, {"bisect_result": bisect_json.to_json(report)})
     return report

@@ -38,12 +38,17 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--format", "format_name"), {"type": click.Choice(["text", "table", "markdown", "json"]),
      "default": "text", "show_default": True, "help": "The report's format (table: text)."}),
     (("-o", "--output"), {"type": _FILE, "metavar": "FILE", "help": "Write the report there."}),
+    (("--regression",), {"type": _IN(min=1), "metavar": "ID",
+     "help": "Record the result on this registry entry (default: entries with these ends)."}),
     (("--resume",), {"type": _IN(min=1), "metavar": "ID", "help": "Continue bisect run ID."}),
     (("--destroy-data",), {"is_flag": True, "help": "Allow formatting a device with data."}),
     (("-q", "--quiet"), {"is_flag": True, "help": "No progress lines."}),
 ]  # fmt: skip
-# options that define a bisect (the first 13, and --margin): a resumed one keeps its own
-_DEFINING = {n[0][2:].replace("-", "_"): n[0] for n, _ in [*_OPTIONS[:13], (("--margin",), {})]}
+# options that define a bisect (the first 13, --margin, --regression): a resumed one keeps its own
+_DEFINING = {
+    n[0][2:].replace("-", "_"): n[0]
+    for n, _ in [*_OPTIONS[:13], (("--margin",), {}), (("--regression",), {})]
+}
 
 
 def _options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -60,6 +65,7 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     """Find the commit between --good and --bad that changed PLAN's KPI: the ends first,
     then each candidate against both ends in randomized blocks, then the culprit against its
     parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known.
+    The result is recorded on the registry entry with these ends (or --regression ID).
 
     \b
     Examples:
@@ -84,6 +90,10 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
         o.check_fleet_store(ctx, opt["fleet"])
     progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), opt["quiet"])
     with open_store(o.store_location(ctx), must_exist=resume is not None) as store:
+        if opt["regression"] is not None:  # named, so it must exist before anything is built
+            from iolab.store import registry
+
+            registry.get(store, opt["regression"])
         fleet, source = opt["fleet"], None
         if checked is not None:  # which hosts can run it, before the run exists
             source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"], checked.plan.plan)
@@ -140,7 +150,7 @@ def _request(plan_path: str, releases: list[str], opt: dict[str, Any]) -> Any:
     listed = opt["kernels"] is not None or opt["kernels_from"] is not None
     o.check_levels(opt["alpha"], opt["margin"])
     repo, build = (opt["kernel_repo"], "kernel_build") if kernel else (opt["repo"], "build")
-    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet")
+    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet", "regression")
     return Request(
         plan=load_plan(plan_path),
         mode="releases" if listed else "kernel-commits" if kernel else "commits",

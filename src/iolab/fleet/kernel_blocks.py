@@ -28,7 +28,7 @@ from pathlib import Path
 from iolab.fleet.config import HostConfig
 from iolab.fleet.job import Job
 from iolab.fleet.sinks import BootStampedSink
-from iolab.kernels import boot, switch
+from iolab.kernels import boot, switch, timing
 from iolab.kernels.order import paired_block_order
 from iolab.lab.runner import LabSession, SampleFailed, case_key
 from iolab.plan.model import Case, Plan
@@ -149,4 +149,5 @@ def _record(judged: switch.Judged, mine: bool) -> dict[str, object]:
         record["requested"] = judged.request.kernel
         record["additions"] = list(judged.request.additions)
         record["from_boot_id"] = judged.request.from_boot_id
+        record["switch"] = timing.stamps(judged.request.requested_at, judged.request.install_s)
     return record

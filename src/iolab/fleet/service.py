@@ -16,6 +16,7 @@ from iolab.fleet.app import class_queue, host_queue, make_app, redacted
 from iolab.fleet.config import HostConfig
 from iolab.fleet.retry import retry_store
 from iolab.fleet.worker import Beat, Worker, boot_id, kernel, register
+from iolab.kernels import timing
 from iolab.store import leases
 from iolab.store.store import Store
 
@@ -49,10 +50,12 @@ def require_server_store(store: Store) -> None:
 
 def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     """Serve blocks until stopped (SIGTERM: after the running block); the exit code."""
+    timing.mark("worker_main")
     require_server_store(store)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s"
     )
+    undo_leftovers()
     # facts only (docs/fleet.md "Trust"): nothing a host registers is ever run by anyone
     retry_store(
         lambda: leases.register_host(
@@ -76,6 +79,9 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
     # the lab needs root (loop devices, mkfs, mount); Celery's warning about it is known
     warnings.filterwarnings("ignore", message=".*superuser privileges.*")
     register(app, Worker(config, store, beat))
+    from celery.signals import worker_ready
+
+    worker_ready.connect(lambda **_: timing.mark("worker_ready"), weak=False)
     log.info(
         "host %s (class %s) serving %s and %s from %s",
         config.name,
@@ -112,6 +118,23 @@ def _load_the_lab() -> None:
         importlib.import_module(name)
 
 
+def undo_leftovers() -> None:
+    """What iolab processes killed on this host left (their journals), undone before it
+    takes a block — `iolab cleanup`, in the worker's own process: after each kernel switch a
+    host starts one Python, not two (under emulation each start costs seconds)."""
+    from iolab.lab.journal import cleanup_leftover, leftovers
+
+    for left in leftovers():
+        if left.owner_alive:
+            continue
+        pending = len(left.pending)
+        failures = cleanup_leftover(left)
+        log.info("undid %d of %d change(s) left by pid %d", pending - len(failures), pending,
+                 left.pid)  # fmt: skip
+        for failure in failures:
+            log.warning("could not undo: %s", failure)
+
+
 def _cmdline() -> str | None:
     try:
         with open("/proc/cmdline") as fh:
@@ -142,8 +165,7 @@ User=root
 EnvironmentFile=/etc/iolab/worker.env
 ExecStart={shlex.quote(executable)} worker --config /etc/iolab/host.toml
 # SIGTERM: a warm shutdown, after the running block; the journal undoes a killed one
-# (ExecStartPre runs `iolab cleanup` for what a crash left)
-ExecStartPre=-{shlex.quote(executable)} cleanup
+# (the worker undoes what a crash left, as `iolab cleanup` does, before it takes a block)
 KillSignal=SIGTERM
 TimeoutStopSec=infinity
 # logs: the journal (journalctl -u iolab-worker); a crash or a store that stayed away

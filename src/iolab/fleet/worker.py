@@ -38,6 +38,7 @@ from iolab.fleet.eligible import DEVICE_NAME, unmet
 from iolab.fleet.job import Job, JobVersionError, parse_job
 from iolab.fleet.retry import retry_store
 from iolab.fleet.sinks import BufferSink, LeaseGone
+from iolab.kernels import timing
 from iolab.lab.runner import LabSession, SampleFailed, preflight
 from iolab.plan.model import Case, Plan
 from iolab.store import leases
@@ -176,6 +177,7 @@ class Worker:
 
     def handle(self, data: object) -> str:
         """One block message; what became of it (logged by Celery)."""
+        timing.mark("task")  # the first task of this boot: when a switch's sample was sent
         try:
             job = parse_job(data)
         except JobVersionError as exc:

@@ -119,15 +119,23 @@ def service_script(nonce: str, command: str) -> str:
         "port=/dev/virtio-ports/iolab.out\n"
         'for i in $(seq 300); do [ -e "$port" ] && break; sleep 0.2; done\n'
         'exec >>"$port" 2>&1\n'
+        # fstab mounts the source disk `nofail` with a 60 s device timeout: a slow boot (a
+        # kernel built here, under TCG) gives up on it, and the worker cannot import iolab
+        "if ! mountpoint -q /opt/iolab/src; then\n"
+        f"  for i in $(seq 1500); do [ -e /dev/disk/by-label/{disks.SOURCE_LABEL} ] && break; "
+        "sleep 0.2; done\n"
+        f"  mount -o ro /dev/disk/by-label/{disks.SOURCE_LABEL} /opt/iolab/src || true\n"
+        "fi\n"
         f'echo "{BOOT_MARK}-{nonce} $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"\n'
         f"{command}\n"
     )
 
 
 def default_command(name: str, host_class: str) -> str:
-    """The fleet worker, as its own systemd unit would run it (cleanup first)."""
+    """The fleet worker, as its own systemd unit would run it (it undoes what a killed
+    iolab left first, in its own process)."""
     worker = ["iolab", "worker", "--name", name, "--class", host_class]
-    return "iolab cleanup || true\nexec " + shlex.join([*worker, "--config", CONFIG_IN_GUEST])
+    return "exec " + shlex.join([*worker, "--config", CONFIG_IN_GUEST])
 
 
 def up(

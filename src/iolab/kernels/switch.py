@@ -49,6 +49,7 @@ class Request:
     requested_at: float
     token: str  # which sample asked (e.g. "run 7 block 3 position 1")
     answered_by: str = ""  # the boot id judged `ok` for it: a later boot answers nothing
+    install_s: float = 0.0  # how long fetching and installing the kernel took, before it
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ def prepare(
     (synced), and — for the built-in kexec — load the kernel (`kexec -l`).  Returns the
     request and what `fire` must still run (the boot hook, or `systemctl kexec`)."""
     table = host_hooks or {}
+    began = time.monotonic()
     now = boot.current()
     target = hooks.Target(kernel, new_cmdline(now.cmdline, kernel, additions), tuple(additions))
     install = table.get("install")
@@ -142,6 +144,7 @@ def prepare(
         from_release=now.release,
         requested_at=time.time(),
         token=token,
+        install_s=round(time.monotonic() - began, 3),
     )
     commands = hooks.boot_commands(table, target)
     if "boot" not in table:

@@ -85,6 +85,7 @@ def to_json(report: BisectReport) -> dict[str, Any]:
         "blocks": o.blocks,
         "evidence": None if report.evidence is None else json_format.to_json(report.evidence),
         "cache": report.cache,
+        "regressions": list(report.registry),
         "warnings": list(o.warnings),
     }
     cleaned: dict[str, Any] = json_format.clean(out)

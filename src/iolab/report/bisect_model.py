@@ -27,6 +27,7 @@ class BisectReport:
     builds: dict[str, str]  # sha -> "ok" | "failed: why"
     evidence: Report | None  # parent against culprit (or the range's ends), all metrics
     cache: str
+    registry: tuple[int, ...] = ()  # the regression entries its result was recorded on
 
     def commit(self, index: int | None) -> Commit | None:
         return None if index is None else self.commits.get(index)

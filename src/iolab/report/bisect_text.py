@@ -76,6 +76,7 @@ def sections(r: BisectReport) -> tuple[list[str], list[list[str]], list[list[str
         if c is not None:
             lines.append(f"unbuildable {c.sha[:12]}: {_safe(r.builds.get(c.sha, ''))}")
     lines += [f"warning: {_safe(w)}" for w in o.warnings]
+    lines += [f"recorded on regression {n} (iolab regressions)" for n in r.registry]
     steps = [
         [
             str(s.step),

@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from iolab.errors import IolabError
 from iolab.model.comparison import Comparison, RobotMail
 
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
+MAPPED = ("fio-basic", "fsmark")  # the LKP testcases a plan is written for (fsmark: as fio)
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _THREADS = re.compile(r"(\d+)\s+threads\b")
 _TOKEN = re.compile(r"[A-Za-z0-9_.%:+-]{1,64}")
@@ -107,8 +109,7 @@ def fio_basic_plan(
     `target_size` is the loop image iolab makes; a `test_size` that does not fit in half of
     it is scaled to that half (said in the plan and in `notes`).  The robot's base and commit
     become two kernel variants by commit (`kernel: {commit: SHA}`), its subjects beside them."""
-    from iolab.reproduce.draft import Draft, Ref, Variant, fit, seconds
-    from iolab.reproduce.writer import render
+    from iolab.reproduce.draft import Draft, Ref, fit, seconds
 
     p = {k: str(v) for k, v in parameters.items()}
     for key in _FIO_KEYS:
@@ -171,6 +172,17 @@ def fio_basic_plan(
     draft.quick_vars["runtime"] = "2s"
     if fs is None:
         draft.notes.append("robot parameters name no fs: raw device")
+    fit(draft, test_size, f"robot parameter test_size: {p['test_size']}")
+    return finish(draft, notes, robot, machine)
+
+
+def finish(draft: Any, notes: list[str], robot: RobotMail | None, machine: str | None) -> RobotPlan:
+    """What every robot plan gets: the base and the commit as two kernel variants by commit
+    (`kernel: {commit: SHA}`, their subjects beside them), the report's link and machine,
+    the notes; rendered."""
+    from iolab.reproduce.draft import Ref, Variant
+    from iolab.reproduce.writer import render
+
     if robot is not None and robot.base and robot.commit:
         draft.variants = [
             Variant("base", {"kernel": {"commit": robot.base}},
@@ -189,7 +201,6 @@ def fio_basic_plan(
             f"the report names only one side (commit {robot.commit or '?'}, base "
             f"{robot.base or '?'}): no kernel variants"
         )
-    fit(draft, test_size, f"robot parameter test_size: {p['test_size']}")
     notes += [n for n in draft.notes if n.startswith("SCALED")]
     if robot is not None and robot.link:
         draft.comments.append(f"report: {robot.link}")
@@ -232,18 +243,22 @@ def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> lis
             continue
         params = dict(t.dimensions)
         from_dimensions = bool(params)
-        if not params and robot.testcase == "fio-basic":
+        if not params and robot.testcase in MAPPED:
             params = dict(robot.parameters)
-        if params.get("testcase", robot.testcase) != "fio-basic" or not params:
+        testcase = params.get("testcase", robot.testcase)
+        if testcase not in MAPPED or not params:
             continue
         key = tuple(sorted(params.items()))
         if key in seen:
             continue
         seen.add(key)
-        head = next((h for h in robot.headlines if h.testcase == "fio-basic"), None)
-        plan = fio_basic_plan(
+        head = next((h for h in robot.headlines if h.testcase == testcase), None)
+        make = fio_basic_plan
+        if testcase == "fsmark":
+            from iolab.reproduce.robot_fsmark import fsmark_plan as make
+        plan = make(
             params,
-            name=f"lkp-fio-basic-{len(plans) + 1}" if plans else "lkp-fio-basic",
+            name=f"lkp-{testcase}-{len(plans) + 1}" if plans else f"lkp-{testcase}",
             machine=(head.machine if head else None) or robot.machine,
             robot=robot,
             metric=head.metric if head else None,

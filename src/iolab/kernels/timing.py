@@ -1,0 +1,102 @@
+"""Where a kernel switch's time goes, read from the host's own clocks after the boot.
+
+A switch runs from the worker's request (`switch.prepare`, wall clock `requested_at`) to the
+next sample's start.  The new boot knows the rest on its monotonic boot clock
+(`CLOCK_BOOTTIME`, zero at the kernel's start): systemd's own stamps (userspace started,
+multi-user.target reached, as `systemd-analyze` prints them), the start of the process that
+became the worker (a service script that `exec`s it: one pid), the worker's `main` (after
+Python's start and iolab's imports) and the moment Celery was ready to consume, and the task
+that asked for the sample.  `stamps` gathers them into each booted sample's provenance
+(`boot.switch`); `parts` turns them into durations (the bench prints them).  Every stamp is
+optional: a host without systemd, or a clock that cannot be read, leaves it out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+_MARKS: dict[str, float] = {}
+
+
+def since_boot() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def mark(name: str) -> None:
+    """Note, once per process, when `name` happened (seconds since the kernel's start)."""
+    _MARKS.setdefault(name, since_boot())
+
+
+def _systemd(prop: str, unit: str | None = None) -> float | None:
+    """A systemd monotonic timestamp property in seconds since boot (0 or unknown: None)."""
+    argv = ["systemctl", "show", *([unit] if unit else []), "-p", prop, "--value"]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        value = int(out.stdout.strip() or "0")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return value / 1e6 if value > 0 else None
+
+
+def process_start() -> float | None:
+    """When this process started, in seconds since boot (/proc/self/stat, field 22)."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def stamps(requested_at: float, install_s: float = 0.0) -> dict[str, float]:
+    """The switch's stamps, taken when the worker is about to measure the sample it booted
+    for: `requested_at` and `boot_at` (wall clock), the rest in seconds since boot, and
+    `install_s`, what fetching and installing the kernel took before the request (a built
+    kernel's first boot: its files from the store, then `dpkg -i`)."""
+    now = since_boot()
+    found: dict[str, float | None] = {
+        "install_s": install_s,
+        "requested_at": requested_at,
+        "boot_at": time.time() - now,
+        "initrd_s": _systemd("InitRDTimestampMonotonic"),
+        "userspace_s": _systemd("UserspaceTimestampMonotonic"),
+        "multi_user_s": _systemd("ActiveEnterTimestampMonotonic", "multi-user.target"),
+        "service_s": process_start(),
+        "worker_main_s": _MARKS.get("worker_main"),
+        "worker_ready_s": _MARKS.get("worker_ready"),
+        "task_s": _MARKS.get("task", now),
+        "measure_s": now,
+    }
+    return {k: round(v, 3) for k, v in found.items() if v is not None}
+
+
+PARTS = (
+    ("shutdown and kexec", "requested_at", "boot_at"),
+    ("kernel", "boot_at", "userspace_s"),
+    ("systemd to multi-user", "userspace_s", "multi_user_s"),
+    ("worker start", "service_s", "worker_main_s"),
+    ("worker connects", "worker_main_s", "worker_ready_s"),
+    ("controller sends the block", "worker_ready_s", "task_s"),
+    ("task to sample", "task_s", "measure_s"),
+)
+
+
+def parts(switch: dict[str, float], sample_started_at: float | None = None) -> dict[str, float]:
+    """Durations (seconds) of a switch's parts, from the stamps of `stamps` (a part whose
+    two ends are not both known is left out); `total` runs from the request to the sample's
+    start (its `started_at`, wall clock) when given — the install before the request is not
+    in it, it is its own part — and `multi_user` is systemd's own figure."""
+    at = dict(switch)
+    if "boot_at" in at:  # wall-clock stamps as seconds since boot, to subtract them
+        at["requested_at"] = at.get("requested_at", at["boot_at"]) - at["boot_at"]
+        at["boot_at"] = 0.0
+    out = {name: round(at[b] - at[a], 1) for name, a, b in PARTS if a in at and b in at}
+    if at.get("install_s"):
+        out["fetch and install (dpkg -i)"] = round(at["install_s"], 1)
+    if "multi_user_s" in at:
+        out["multi_user"] = round(at["multi_user_s"], 1)
+    if sample_started_at is not None and "requested_at" in switch:
+        out["total"] = round(sample_started_at - switch["requested_at"], 1)
+    return out

@@ -1,0 +1,94 @@
+"""A kernel switch's cost: its stamps (`iolab.kernels.timing`) read from this machine's own
+clocks and turned into the parts the bench prints, and the cleanup the worker now does in its
+own process after a boot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iolab.kernels import timing
+
+
+def test_stamps_come_from_this_boot_and_order_themselves() -> None:
+    requested = time.time() - 5.0
+    timing.mark("worker_main")
+    got = timing.stamps(requested, 2.5)
+    assert got["requested_at"] == round(requested, 3) and got["install_s"] == 2.5
+    # the boot started before the request here (the request was made in this boot)
+    assert got["boot_at"] < requested and got["measure_s"] >= got["worker_main_s"]
+    assert 0 < got["service_s"] <= got["worker_main_s"] <= got["measure_s"]
+    for key in ("userspace_s", "multi_user_s"):  # systemd's, when it runs this machine
+        if key in got:
+            assert 0 < got[key] < got["measure_s"]
+
+
+def test_a_mark_is_taken_once_per_process() -> None:
+    code = (
+        "import time; from iolab.kernels import timing\n"
+        "timing.mark('x'); first = timing._MARKS['x']; time.sleep(0.05); timing.mark('x')\n"
+        "assert timing._MARKS['x'] == first; print(first)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 0 < float(out.stdout) <= timing.since_boot()
+
+
+def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
+    boot_at = 1_000_000.0
+    stamps = {
+        "install_s": 140.0,
+        "requested_at": boot_at - 4.0,
+        "boot_at": boot_at,
+        "userspace_s": 3.0,
+        "multi_user_s": 15.0,
+        "service_s": 12.0,
+        "worker_main_s": 20.0,
+        "worker_ready_s": 23.0,
+        "task_s": 25.5,
+        "measure_s": 27.0,
+    }
+    got = timing.parts(stamps, sample_started_at=boot_at + 30.0)
+    assert got == {
+        "shutdown and kexec": 4.0,
+        "kernel": 3.0,
+        "systemd to multi-user": 12.0,
+        "worker start": 8.0,
+        "worker connects": 3.0,
+        "controller sends the block": 2.5,
+        "task to sample": 1.5,
+        "fetch and install (dpkg -i)": 140.0,
+        "multi_user": 15.0,
+        "total": 34.0,
+    }
+    # a stamp missing (no systemd): its parts are left out, not guessed
+    partial = {k: v for k, v in stamps.items() if k != "multi_user_s"}
+    assert "systemd to multi-user" not in timing.parts(partial)
+    assert "multi_user" not in timing.parts(partial)
+
+
+def test_the_worker_undoes_a_killed_processs_changes_in_its_own_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `iolab cleanup` did before the worker started (a second Python start after every
+    kernel switch) the worker does itself: a dead process's journaled change is undone, a
+    live one's is left alone."""
+    from iolab.fleet.service import undo_leftovers
+    from iolab.guest.hosts import default_command
+
+    monkeypatch.setenv("IOLAB_JOURNAL_DIR", str(tmp_path / "journal"))
+    made = tmp_path / "made-by-a-killed-run"
+    code = (
+        "import os, sys; from iolab.lab.journal import Journal\n"
+        "j = Journal.open(); j.record('unlink', path=sys.argv[1]); open(sys.argv[1], 'w')\n"
+        "os._exit(0)  # killed: nothing undone"
+    )
+    subprocess.run([sys.executable, "-c", code, str(made)], check=True, env=dict(os.environ))
+    assert made.exists()
+    undo_leftovers()
+    assert not made.exists()
+    assert "cleanup" not in default_command("g1", "c")  # the guest starts the worker only
