@@ -255,8 +255,13 @@ def resume(store: Store, run_id: int, *, destroy_data: bool = False) -> Session:
 
 
 def open_session(store: Store, what: Checked | int, *, destroy_data: bool = False) -> Session:
-    """A new session of a checked request, or stored run `what` resumed by its mode."""
+    """A new session of a checked request, or stored run `what` resumed by its mode.  A
+    registry entry the request names must exist before anything is built."""
     if isinstance(what, Checked):
+        if what.req.regression is not None:
+            from iolab.store import registry
+
+            registry.get(store, what.req.regression)
         return start(store, what)
     return resume(store, what, destroy_data=destroy_data)
 

@@ -17,6 +17,7 @@ from iolab.cli.options import (
     check_levels,
     check_plan_or_resume,
     ci_option,
+    exit_stopped,
     fleet_options,
     fleet_source,
     margin_option,
@@ -24,7 +25,6 @@ from iolab.cli.options import (
     parse_tags,
     profile_of,
     refuse_with_resume,
-    stopped_line,
     store_location,
     to_output,
 )
@@ -226,8 +226,7 @@ def command(
     if result.interrupted:
         with to_output(output):
             _final(ctx, result, format_name, show_all, settings.alpha, settings.margin_pct)
-        click.echo(stopped_line("ab run", run_id, status, "iolab ab"), err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        exit_stopped("ab run", run_id, status, "iolab ab")
     if html_path is not None:
         from iolab.publish.files import write_atomically
 

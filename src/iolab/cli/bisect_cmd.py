@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from iolab.cli import options as o
-from iolab.errors import EXIT_INTERRUPTED, IolabError
+from iolab.errors import IolabError
 
 EXIT_BY_RESULT = {"found": 0, "range": 20, "no regression": 21, "not known": 22}
 _DIR, _FILE, _IN = click.Path(file_okay=False), click.Path(dir_okay=False), click.IntRange
@@ -35,9 +34,6 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--cache",), {"type": _DIR, "help": "Work trees, builds, logs (~/.cache/iolab/bisect)."}),
     (("--max-time", "max_time_s"), {"type": o.DURATION, "metavar": "DURATION",
      "help": "Stop after this long (90s, 10m, 1h)."}),
-    (("--format", "format_name"), {"type": click.Choice(["text", "table", "markdown", "json"]),
-     "default": "text", "show_default": True, "help": "The report's format (table: text)."}),
-    (("-o", "--output"), {"type": _FILE, "metavar": "FILE", "help": "Write the report there."}),
     (("--regression",), {"type": _IN(min=1), "metavar": "ID",
      "help": "Record the result on this registry entry (default: entries with these ends)."}),
     (("--resume",), {"type": _IN(min=1), "metavar": "ID", "help": "Continue bisect run ID."}),
@@ -45,16 +41,15 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("-q", "--quiet"), {"is_flag": True, "help": "No progress lines."}),
 ]  # fmt: skip
 # options that define a bisect (the first 13, --margin, --regression): a resumed one keeps its own
-_DEFINING = {
-    n[0][2:].replace("-", "_"): n[0]
-    for n, _ in [*_OPTIONS[:13], (("--margin",), {}), (("--regression",), {})]
-}
+_NAMES = [*(names[0] for names, _ in _OPTIONS[:13]), "--margin", "--regression"]
+_DEFINING = {n[2:].replace("-", "_"): n for n in _NAMES}
 
 
 def _options(f: Callable[..., Any]) -> Callable[..., Any]:
     for names, kw in reversed(_OPTIONS):
         f = click.option(*names, **kw)(f)
-    return o.fleet_options(o.margin_option(f))
+    f = o.format_option(["text", "table", "markdown", "json"], "text", "Report (table: text).")(f)
+    return o.fleet_options(o.margin_option(o.output_option(f)))
 
 
 @click.command("bisect")
@@ -80,7 +75,6 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     from iolab.store import open_store
 
     plan_path, releases = _positional(args, opt["kernels"], opt["kernels_from"])
-    max_time_s = opt["max_time_s"]
     resume, destroy = opt["resume"], opt["destroy_data"]
     o.check_plan_or_resume(plan_path, resume)
     o.refuse_with_resume(ctx, resume, _DEFINING, "bisect run")
@@ -88,12 +82,8 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     if plan_path is not None:
         checked = bisect.check(_request(plan_path, releases, opt), destroy_data=destroy)
         o.check_fleet_store(ctx, opt["fleet"])
-    progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), opt["quiet"])
+    progress = ConsoleProgress(opt["quiet"])
     with open_store(o.store_location(ctx), must_exist=resume is not None) as store:
-        if opt["regression"] is not None:  # named, so it must exist before anything is built
-            from iolab.store import registry
-
-            registry.get(store, opt["regression"])
         fleet, source = opt["fleet"], None
         if checked is not None:  # which hosts can run it, before the run exists
             source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"], checked.plan.plan)
@@ -104,18 +94,17 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
         progress.opened(session)
         try:
             outcome, status = bisect.run(
-                session, fleet=source, max_time_s=max_time_s, destroy_data=destroy,
+                session, fleet=source, max_time_s=opt["max_time_s"], destroy_data=destroy,
                 progress=progress,
             )  # fmt: skip
         except KeyboardInterrupt:
             n = session.run_id
-            line = o.stopped_line("bisect run", n, store.run(n).status, "iolab bisect")
-            click.echo(line, err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            o.exit_stopped("bisect run", n, store.run(n).status, "iolab bisect")
         report = conclude(session, outcome, status)
     render = {"json": bisect_json.render, "markdown": bisect_text.render_markdown}
     text = render.get(opt["format_name"], bisect_text.render_table)(report)
-    Path(opt["output"]).write_text(text) if opt["output"] else click.echo(text, nl=False)
+    with o.to_output(opt["output"]):
+        click.echo(text, nl=False)
     sys.exit(EXIT_BY_RESULT[outcome.kind] or None)  # 0: found
 
 
@@ -126,12 +115,10 @@ def _positional(
     after it that are not the plan file), or `--kernels-from FILE`."""
     from iolab.bisect.release_arms import read_list
 
-    words = list(kernels or ())
-    plans = [a for a in args if Path(a).is_file() or a.endswith((".yaml", ".yml"))]
-    plans = plans or list(args[:1])
+    plans = [a for a in args if Path(a).is_file() or a.endswith((".yaml", ".yml"))] or [*args[:1]]
     if len(plans) > 1 or (len(args) > 1 and kernels is None):
         raise IolabError(f"unexpected argument {args[-1]!r} (one PLAN)")
-    words += [a for a in args if a not in plans]
+    words = [*(kernels or ()), *(a for a in args if a not in plans)]
     if listed is not None:
         if words:
             raise IolabError("give --kernels or --kernels-from, not both")

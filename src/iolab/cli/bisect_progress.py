@@ -12,8 +12,11 @@ from iolab.model.bisect import Measure
 
 
 class ConsoleProgress(Progress):
-    def __init__(self, console: Console, quiet: bool) -> None:
-        self.console, self.quiet = console, quiet
+    """The bisect's progress lines, on standard error (the report goes to standard output)."""
+
+    def __init__(self, quiet: bool, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True, soft_wrap=True)
+        self.quiet = quiet
 
     def say(self, text: str) -> None:
         if not self.quiet:

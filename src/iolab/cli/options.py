@@ -11,14 +11,15 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from click.core import ParameterSource
 
-from iolab.errors import IolabError
+from iolab.errors import EXIT_INTERRUPTED, IolabError
 from iolab.store.location import StoreLocation
 
 
@@ -286,6 +287,12 @@ def stopped_line(what: str, run_id: int, status: str, command: str) -> str:
         f"iolab: {what} {run_id} interrupted, machine restored; "
         f"`{command} --resume {run_id}` continues it"
     )
+
+
+def exit_stopped(what: str, run_id: int, status: str, command: str) -> NoReturn:
+    """Say how a run stopped by an interrupt or `iolab cancel` goes on, and exit 5."""
+    click.echo(stopped_line(what, run_id, status, command), err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:

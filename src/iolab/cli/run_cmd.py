@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 from rich.console import Console
 
 from iolab.cli.options import (
     check_fleet_store,
     check_plan_or_resume,
+    exit_stopped,
     fleet_options,
     fleet_source,
     parse_tags,
     profile_of,
-    stopped_line,
     store_location,
 )
 from iolab.cli.progress import ProgressReporter
-from iolab.errors import EXIT_INTERRUPTED, IolabError
+from iolab.errors import IolabError
 from iolab.plan import load_plan
 from iolab.store import open_store
 
@@ -105,9 +103,7 @@ def command(
                     run, destroy_data=destroy_data, reporter=reporter, source=source
                 )
         except KeyboardInterrupt:
-            status = store.run(run.run_id).status
-            click.echo(stopped_line("run", run.run_id, status, "iolab run"), err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            exit_stopped("run", run.run_id, store.run(run.run_id).status, "iolab run")
     click.echo(
         f"run {run.run_id} {outcome.status}: {outcome.held}/{outcome.planned} samples stored"
         f" ({outcome.failed} failed in this session)"
