@@ -119,6 +119,12 @@ _RUN_OPTIONS = {
     metavar="CMD",
     help="The kernel build hook, as for `iolab bisect --kernel-repo` (the same build cache).",
 )
+@click.option(
+    "--here",
+    is_flag=True,
+    help="Boot the plan's kernels on this box itself (kexec), one boot per sample; a systemd "
+    "unit continues the run after each boot (docs/kernels.md).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.pass_context
 def command(
@@ -144,6 +150,7 @@ def command(
     broker: str | None,
     kernel_repo: str | None,
     kernel_build: str | None,
+    here: bool,
     quiet: bool,
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
@@ -154,6 +161,7 @@ def command(
     Examples:
       iolab ab examples/ext4-iversion.yaml --quick --max-time 10m
       iolab ab --resume 12 --max-blocks 400 --format html -o ab12.html
+      iolab ab kernels.yaml --here --max-blocks 6
     """
     from iolab import ab  # numpy and SQLAlchemy: not for --help
 
@@ -164,56 +172,65 @@ def command(
     profile = profile_of(quick, profile)
     tag_map = parse_tags(tags)
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
+    if here and fleet is not None:
+        raise IolabError("--here boots kernels on this box, --fleet on a fleet's hosts: not both")
     checked = kernels = None
     if plan_path is not None:
         plan = load_plan(plan_path, profile)
         if kernel_repo is not None or kernel_build is not None:
             check_fleet_store(ctx, fleet)  # before any build
             plan, kernels = _built_kernels(plan, kernel_repo, kernel_build, fleet, console, quiet)
-        checked = ab.run.check(plan, destroy_data=destroy_data, here=fleet is None)
+        checked = ab.run.check(plan, destroy_data=destroy_data, here=fleet is None, boots_here=here)
     check_fleet_store(ctx, fleet)
-    with open_store(store_location(ctx), must_exist=resume is not None) as store:
-        source = fleet_source(store, fleet, hosts, broker)
-        if checked is not None:
-            setup = ab.run.start(
-                store,
-                checked,
-                alpha=alpha,
-                margin_pct=margin,
-                max_blocks=max_blocks,
-                max_time_s=max_time_s,
-                label=label,
-                tags=tag_map,
-                kernels=kernels,
-            )
-            opening = f"ab run {setup.run.run_id}"
-        else:
-            assert resume is not None
-            setup = ab.run.resume(
-                store,
-                resume,
-                max_blocks=max_blocks,
-                max_time_s=max_time_s,
-                destroy_data=destroy_data,
-                here=fleet is None,
-            )
-            opening = (
-                f"ab run {resume} resumed at block {setup.first_block} "
-                f"(blocks 1-{setup.first_block - 1} replayed)"
-            )
+    request: ab.run.NewAb | ab.run.ResumedAb
+    if checked is not None:
+        request = ab.run.NewAb(
+            checked, alpha, margin, max_blocks, max_time_s, label, tag_map, kernels
+        )
+    else:
+        assert resume is not None
+        request = ab.run.ResumedAb(
+            resume, max_blocks, max_time_s, destroy_data, fleet is None, boots_here=here
+        )
+    here_source = _here(ctx, plan_path, destroy_data, format_name, output) if here else None
+
+    def opened(setup: ab.run.AbSetup) -> None:
+        if quiet:
+            return
         plan = setup.run.plan
-        if not quiet:
-            console.print(
-                f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
-                f"{len(setup.items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
-                f"{setup.settings.max_blocks} blocks"
-                f"{f' or {max_time_s:g}s' if max_time_s else ''}, "
-                f"seed {setup.run.seed}",
-                highlight=False,
-            )
+        first = setup.first_block
+        opening = (
+            f"ab run {setup.run.run_id}"
+            if resume is None
+            else f"ab run {resume} resumed at block {first} (blocks 1-{first - 1} replayed)"
+        )
+        console.print(
+            f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
+            f"{len(setup.items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
+            f"{setup.settings.max_blocks} blocks"
+            f"{f' or {max_time_s:g}s' if max_time_s else ''}, "
+            f"seed {setup.run.seed}",
+            highlight=False,
+        )
+
+    with open_store(store_location(ctx), must_exist=resume is not None) as store:
+        source = here_source or fleet_source(store, fleet, hosts, broker)
         with AbReporter(console, quiet) as reporter:
-            result = ab.run.run(setup, reporter, destroy_data=destroy_data, source=source)
+            setup, result = ab.run.execute(
+                store, request, reporter, destroy_data=destroy_data, source=source, opened=opened
+            )
+    plan = setup.run.plan
     run_id = result.run_id
+    if result.status == "running":  # this box boots the next sample's kernel
+        from iolab.fleet import resume_unit
+
+        unit = resume_unit.name(run_id)
+        click.echo(
+            f"ab run {run_id}: {result.stopped}; {unit} continues the run after the boot "
+            f"(journalctl -u {unit})",
+            err=True,
+        )
+        return
     if not quiet:
         console.print(f"ab run {run_id} {result.status}: {result.stopped}", highlight=False)
     if result.report is None:
@@ -247,6 +264,34 @@ def command(
         click.echo(f"HTML report: {html_path}", err=True)
     if ci and (code := ci_exit_code(result.report)):
         sys.exit(code)
+
+
+def _here(
+    ctx: click.Context,
+    plan_path: str | None,
+    destroy_data: bool,
+    format_name: str,
+    output: str | None,
+) -> Any:
+    """The one-box block source: the resume unit continues the run with the same store,
+    report format and output file."""
+    import os
+
+    from iolab.fleet import onebox
+
+    where = store_location(ctx)
+    file = where.file
+    db = str(file.resolve()) if file is not None else str(where.text)
+
+    def resume_args(run_id: int) -> list[str]:
+        args = ["ab", "--resume", str(run_id), "--here", "--format", format_name]
+        if destroy_data:
+            args.append("--destroy-data")
+        if output not in (None, "-"):
+            args += ["-o", os.path.abspath(str(output))]
+        return args
+
+    return onebox.blocks_for(db, plan_path, resume_args, destroy_data=destroy_data)
 
 
 def _built_kernels(
