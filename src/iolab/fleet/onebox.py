@@ -104,7 +104,9 @@ class OneBoxBlocks:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not isinstance(exc, BootStarted):
+        # a boot under way keeps it, whatever else ended this process (the boot's own
+        # SIGTERM may reach it before it has left)
+        if not isinstance(exc, BootStarted) and not self._booting():
             resume_unit.remove(self.run.run_id)
 
     # -- BlockSource ----------------------------------------------------------------------
@@ -135,6 +137,12 @@ class OneBoxBlocks:
         return block, self.store.samples(self.run.run_id, status=None, block=block)
 
     # -- inside ---------------------------------------------------------------------------
+
+    def _booting(self) -> bool:
+        try:
+            return bool(leases.attempts(self.store, self.run.run_id, states=("booting",)))
+        except IolabError:
+            return False
 
     def _attempt(self, block: int) -> Attempt:
         """The block's attempt to go on with: finished, or running here."""
@@ -177,6 +185,7 @@ class OneBoxBlocks:
             said = kernel_blocks.run(
                 self.config, store, self._never, job, attempt.id, plan, cases or plan.cases
             )
+            state = leases.state_of(store, run.run_id, attempt.block, attempt.attempt)
         except LeaseGone as exc:
             if leases.cancel_requested(store, run.run_id):
                 raise leases.RunCancelled(f"run {run.run_id} was cancelled") from None
@@ -187,11 +196,12 @@ class OneBoxBlocks:
         except IolabError as exc:
             leases.end(store, attempt.id, "infra_error", exc.message)
             raise
-        except BaseException:
+        except KeyboardInterrupt:
+            if self._booting():  # the boot's SIGTERM came first
+                raise BootStarted(f"{job.title}: booting", run.run_id) from None
             leases.end(store, attempt.id, "failed", "its process was interrupted")
             raise
         log.info("%s", said)
-        state = leases.state_of(store, run.run_id, attempt.block, attempt.attempt)
         if state == "finished":
             return
         if state == "booting":
