@@ -221,3 +221,30 @@ def test_a_store_url_keeps_the_unit_private(
     plain = resume_unit.install(4, ["iolab", "--db", "/srv/s.db"])
     assert plain.stat().st_mode & 0o777 == 0o644
     resume_unit.remove(4)
+
+
+def test_bisect_over_releases_here_hands_over_its_boots(
+    box: dict[str, str], tmp_path: Path
+) -> None:
+    """`bisect --kernels R1,R2 --here`: the same blocks and unit as an A/B; the releases
+    need not be installed for a `boot` hook that boots nothing."""
+    plan = tmp_path / "one.yaml"
+    plan.write_text(PLAN.split("variants:")[0] + "kpis: [write.iops]\n")
+    kernels = "6.1.0-1-test,6.1.0-2-test"
+    line = one_line(iolab(box, "bisect", str(plan), "--kernels", kernels), 2)
+    assert "--here" in line
+    line = one_line(iolab(box, "bisect", str(plan), "--kernels", kernels, "--here",
+                          "--fleet", "lab"), 2)  # fmt: skip
+    assert "not with --fleet" in line
+    proc = iolab(box, "bisect", str(plan), "--kernels", kernels, "--here", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{resume_unit.name(1)} continues the run after the boot" in proc.stderr
+    (first,) = attempts(box, 1)
+    assert first.state == "booting" and first.boot_kernel in kernels.split(",")
+    (path, _) = unit_files(box, 1)
+    assert " bisect --resume 1 --here --format json\n" in path.read_text()
+    again = iolab(box, "bisect", "--resume", "1", "--here")
+    assert again.returncode == 0 and "did not boot" in again.stderr, again.stderr
+    assert [a.state for a in attempts(box, 1)] == ["lost", "booting"]
+    assert iolab(box, "cancel", "1").returncode == 0
+    assert not unit_files(box, 1)

@@ -224,12 +224,7 @@ def command(
     if result.status == "running":  # this box boots the next sample's kernel
         from iolab.fleet import resume_unit
 
-        unit = resume_unit.name(run_id)
-        click.echo(
-            f"ab run {run_id}: {result.stopped}; {unit} continues the run after the boot "
-            f"(journalctl -u {unit})",
-            err=True,
-        )
+        click.echo(resume_unit.continues(run_id, f"ab run {run_id}: {result.stopped}"), err=True)
         return
     if not quiet:
         console.print(f"ab run {run_id} {result.status}: {result.stopped}", highlight=False)

@@ -40,6 +40,8 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("-o", "--output"), {"type": _FILE, "metavar": "FILE", "help": "Write the report there."}),
     (("--resume",), {"type": _IN(min=1), "metavar": "ID", "help": "Continue bisect run ID."}),
     (("--destroy-data",), {"is_flag": True, "help": "Allow formatting a device with data."}),
+    (("--here",), {"is_flag": True, "help": "Boot the --kernels on this box itself; a systemd "
+     "unit continues the bisect after each boot (docs/kernels.md)."}),
     (("-q", "--quiet"), {"is_flag": True, "help": "No progress lines."}),
 ]  # fmt: skip
 # options that define a bisect (the first 13, and --margin): a resumed one keeps its own
@@ -65,12 +67,15 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     Examples:
       iolab bisect plan.yaml --repo ~/src/app --good v1.4 --bad v1.5 --build "make -j2"
       iolab bisect plan.yaml --kernels 6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64 --fleet lab
+      iolab bisect plan.yaml --kernels 6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64 --here
     """
     # the bisect service loads numpy and SQLAlchemy: imported here, not for --help
     from iolab.bisect import session as bisect
     from iolab.bisect.summary import conclude
     from iolab.cli.bisect_progress import ConsoleProgress
+    from iolab.fleet import resume_unit
     from iolab.report import bisect_json, bisect_text
+    from iolab.runs.lifecycle import HandedOver
     from iolab.store import open_store
 
     plan_path, releases = _positional(args, opt["kernels"], opt["kernels_from"])
@@ -82,17 +87,24 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     if plan_path is not None:
         checked = bisect.check(_request(plan_path, releases, opt), destroy_data=destroy)
         o.check_fleet_store(ctx, opt["fleet"])
+    here = _here(ctx, plan_path, opt) if opt["here"] else None
     progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), opt["quiet"])
     with open_store(o.store_location(ctx), must_exist=resume is not None) as store:
-        session = bisect.open_session(store, checked or resume, destroy_data=destroy)
+        session = bisect.open_session(
+            store, checked or resume, destroy_data=destroy, boots_here=opt["here"]
+        )
         fleet = opt["fleet"] or session.settings.fleet
-        source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"])
+        source = here or o.fleet_source(store, fleet, opt["hosts"], opt["broker"])
         progress.opened(session)
         try:
             outcome, status = bisect.run(
                 session, fleet=source, max_time_s=max_time_s, destroy_data=destroy,
                 progress=progress,
             )  # fmt: skip
+        except HandedOver as exc:  # this box boots the next sample's kernel
+            n = session.run_id
+            click.echo(resume_unit.continues(n, f"bisect run {n}: {exc}"), err=True)
+            return
         except KeyboardInterrupt:
             n = session.run_id
             click.echo(f"iolab: bisect run {n} interrupted; `iolab bisect --resume {n}` "
@@ -103,6 +115,30 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     text = render.get(opt["format_name"], bisect_text.render_table)(report)
     Path(opt["output"]).write_text(text) if opt["output"] else click.echo(text, nl=False)
     sys.exit(EXIT_BY_RESULT[outcome.kind] or None)  # 0: found
+
+
+def _here(ctx: click.Context, plan_path: str | None, opt: dict[str, Any]) -> Any:
+    """The one-box block source: the resume unit continues the bisect with the same store,
+    report format and output file."""
+    import os
+
+    from iolab.fleet import onebox
+
+    if opt["fleet"] is not None:
+        raise IolabError("--here boots kernels on this box, --fleet on a fleet's hosts: not both")
+    where = o.store_location(ctx)
+    file = where.file
+    db = str(file.resolve()) if file is not None else str(where.text)
+
+    def resume_args(run_id: int) -> list[str]:
+        args = ["bisect", "--resume", str(run_id), "--here", "--format", opt["format_name"]]
+        if opt["destroy_data"]:
+            args.append("--destroy-data")
+        if opt["output"] is not None:
+            args += ["-o", os.path.abspath(opt["output"])]
+        return args
+
+    return onebox.blocks_for(db, plan_path, resume_args, destroy_data=opt["destroy_data"])
 
 
 def _positional(
@@ -136,7 +172,7 @@ def _request(plan_path: str, releases: list[str], opt: dict[str, Any]) -> Any:
     listed = opt["kernels"] is not None or opt["kernels_from"] is not None
     o.check_levels(opt["alpha"], opt["margin"])
     repo, build = (opt["kernel_repo"], "kernel_build") if kernel else (opt["repo"], "build")
-    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet")
+    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet", "here")
     return Request(
         plan=load_plan(plan_path),
         mode="releases" if listed else "kernel-commits" if kernel else "commits",

@@ -41,7 +41,7 @@ from iolab.fleet.sinks import LeaseGone
 from iolab.kernels import boot
 from iolab.lab.runner import SampleFailed
 from iolab.model.sample import Sample
-from iolab.plan.model import Case
+from iolab.plan.model import Case, Plan
 from iolab.runs.lifecycle import HandedOver
 from iolab.store import leases
 from iolab.store.leases import Attempt
@@ -127,6 +127,10 @@ class OneBoxBlocks:
 
     def abandon(self) -> None:
         self._queue.clear()
+
+    def use_plan(self, plan: Plan) -> None:
+        """A bisect's plan (its arms as variants) from now on."""
+        self.run = replace(self.run, plan=plan)
 
     def next_finished(self) -> tuple[int, list[Sample]]:
         block, cases = self._queue[0]

@@ -39,6 +39,12 @@ def name(run_id: int) -> str:
     return f"iolab-resume-{run_id}.service"
 
 
+def continues(run_id: int, what: str) -> str:
+    """The line a process says as it leaves its run to the unit (`what`: why it left)."""
+    unit = name(run_id)
+    return f"{what}; {unit} continues the run after the boot (journalctl -u {unit})"
+
+
 def check_possible() -> None:
     """Refuse `--here` where nothing would start the run again after a boot."""
     if "IOLAB_SYSTEMD_DIR" in os.environ:

@@ -120,6 +120,11 @@ def check(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
+    if boots_here and not plan.switches_kernels:
+        raise PlanError(
+            f"{plan.path or plan.name}: --here boots the plan's kernels on this box; "
+            "the plan names none (without --here its blocks run here anyway)"
+        )
     _runs_here(plan, here=here, boots_here=boots_here)
     if here:
         preflight(plan, destroy_data=destroy_data)
@@ -129,13 +134,7 @@ def check(
 def _runs_here(plan: Plan, *, here: bool, boots_here: bool = False) -> None:
     """Refuse, before anything is touched: a plan naming a target no lab here can make
     (`requires:`, exit 3), one naming kernels when its blocks would run in this process
-    (exit 2: it needs a fleet whose workers boot them, or `--here`, docs/kernels.md), and
-    `--here` for a plan that names none (exit 2: nothing to boot)."""
-    if boots_here and not plan.switches_kernels:
-        raise PlanError(
-            f"{plan.path or plan.name}: --here boots the plan's kernels on this box; "
-            "the plan names none (without --here its blocks run here anyway)"
-        )
+    (exit 2: it needs a fleet whose workers boot them, or `--here`, docs/kernels.md)."""
     # on a fleet, the hosts' `provides` may meet what no lab here can (iolab.fleet.eligible)
     why = plan.unmeetable() if here else None
     if why is not None:
