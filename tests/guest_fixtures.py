@@ -77,3 +77,12 @@ def check_samples(
         assert boot["from_boot_id"] != boot["boot_id"]
     boots = [s["provenance"]["boot"]["boot_id"] for s in samples]
     assert len(set(boots)) == len(boots), "two samples shared a boot"
+
+
+def check_paired_orders(samples: list[dict[str, Any]]) -> None:
+    """ABBA or BAAB: block 2 measured block 1's variants in reverse order."""
+    order = {
+        b: [s["variant"] for s in sorted(samples, key=lambda s: s["position"]) if s["block"] == b]
+        for b in (1, 2)
+    }
+    assert order[2] == order[1][::-1], order

@@ -28,7 +28,15 @@ from typing import Any
 import pytest
 
 from fleet_env import Fleet
-from guest_fixtures import KERNEL_A, KERNEL_B, PLAN, check_samples, guest_image, write_plan
+from guest_fixtures import (
+    KERNEL_A,
+    KERNEL_B,
+    PLAN,
+    check_paired_orders,
+    check_samples,
+    guest_image,
+    write_plan,
+)
 from iolab.guest.recipe import DEFAULT_KERNELS
 from iolab.procs import process_alive
 from iolab.store import leases, open_store
@@ -155,16 +163,7 @@ def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path)
         run_id = newest_run(fleet)
         samples = results(env, run_id)
         check_samples(samples, 2)
-        # ABBA or BAAB: block 2 is block 1 reversed
-        order = {
-            b: [
-                s["variant"]
-                for s in sorted(samples, key=lambda s: s["position"])
-                if s["block"] == b
-            ]
-            for b in (1, 2)
-        }
-        assert order[2] == order[1][::-1], order
+        check_paired_orders(samples)
         report = json.loads(proc.stdout)
         assert "one boot per sample" in json.dumps(report), report
     finally:

@@ -199,10 +199,11 @@ def command(
             return
         plan = setup.run.plan
         first = setup.first_block
+        replayed = f"blocks 1-{first - 1} replayed" if first > 1 else "no block had ended"
         opening = (
             f"ab run {setup.run.run_id}"
             if resume is None
-            else f"ab run {resume} resumed at block {first} (blocks 1-{first - 1} replayed)"
+            else f"ab run {resume} resumed at block {first} ({replayed})"
         )
         console.print(
             f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "

@@ -26,7 +26,6 @@ import logging
 import os
 import socket
 import threading
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from iolab.kernels import boot
 from iolab.lab.runner import SampleFailed
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
+from iolab.runs.blocks import OneAtATime
 from iolab.runs.lifecycle import HandedOver
 from iolab.store import leases
 from iolab.store.leases import Attempt
@@ -81,16 +81,16 @@ class Resume:
     mounts: tuple[str, ...] = ()
 
 
-class OneBoxBlocks:
+class OneBoxBlocks(OneAtATime):
     """A `BlockSource` measuring a kernel plan's blocks on this box, one at a time, across
     its boots.  A context manager: the resume unit is installed on entry and removed on the
     way out, unless the way out is a boot."""
 
     def __init__(self, run: OpenRun, config: HostConfig, resume: Resume) -> None:
+        super().__init__()
         self.run, self.config, self.resume = run, config, resume
         self.store = run.store
         self.host = config.name or socket.gethostname()
-        self._queue: deque[tuple[int, Sequence[Case]]] = deque()
         self._never = threading.Event()  # no controller expires this box's leases
 
     def __enter__(self) -> OneBoxBlocks:
@@ -109,24 +109,7 @@ class OneBoxBlocks:
         if not isinstance(exc, BootStarted) and not self._booting():
             resume_unit.remove(self.run.run_id)
 
-    # -- BlockSource ----------------------------------------------------------------------
-
-    @property
-    def width(self) -> int:
-        return 1
-
-    def start(self, block: int, cases: Sequence[Case] = ()) -> None:
-        self._queue.append((block, cases))
-
-    def in_flight(self) -> list[int]:
-        return [b for b, _ in self._queue]
-
-    def stop(self, unused: Sequence[int] = ()) -> list[int]:
-        self._queue.clear()
-        return []
-
-    def abandon(self) -> None:
-        self._queue.clear()
+    # -- BlockSource (the queue: OneAtATime) ----------------------------------------------
 
     def use_plan(self, plan: Plan) -> None:
         """A bisect's plan (its arms as variants) from now on."""
