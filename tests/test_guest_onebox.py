@@ -30,6 +30,7 @@ from guest_fixtures import (
     write_plan,
 )
 from iolab.guest import run
+from iolab.guest.recipe import DEFAULT_KERNELS
 
 pytestmark = [
     pytest.mark.lab,
@@ -40,10 +41,11 @@ pytestmark = [
     ),
     pytest.mark.skipif(
         not os.environ.get("IOLAB_GUEST_LONG"),
-        reason="five boots under TCG (IOLAB_GUEST_LONG=1, or bench/guest-kernels)",
+        reason="several boots under TCG (IOLAB_GUEST_LONG=1, or bench/guest-kernels)",
     ),
 ]
 UNIT = "iolab-resume-1.service"
+KERNEL_C = DEFAULT_KERNELS[2]
 
 SCRIPT = textwrap.dedent(
     f"""\
@@ -114,3 +116,64 @@ def test_kernel_ab_on_one_box(tmp_path: Path) -> None:
     assert all(b.release == wanted[by_boot[b.boot_id]["variant"]] for b in later)
     check_paired_orders(samples)
     assert "one boot per sample (4 samples, 4 boots)" in json.dumps(json.loads(report))
+
+
+WRONG_SCRIPT = textwrap.dedent(
+    f"""\
+    set -u
+    touch "$IOLAB_STAY"
+    db=/root/s.db
+    if [ ! -e /root/plan.yaml ]; then
+      cp /run/iolab-cmd/plan.yaml /run/iolab-cmd/host.toml /root/
+      IOLAB_HOST_CONFIG=/root/host.toml iolab --db $db ab /root/plan.yaml --here \\
+          --max-blocks 2 >/root/first.out 2>&1
+      echo "first-exit $?"
+      cat /root/first.out
+      sleep 900
+      exit 3
+    fi
+    while [ -e /etc/systemd/system/{UNIT} ]; do sleep 5; done
+    rm -f "$IOLAB_STAY"
+    echo "release: $(uname -r)"
+    /opt/iolab/venv/bin/python3 -c "
+    from iolab.store import leases, open_reader, open_store
+    with open_store('$db') as s:
+        print('run-status:', s.run(1).status)
+        print('samples:', len(s.samples(run_id=1, status=None)))
+        print('attempts:', ' '.join(a.state for a in leases.attempts(s, 1)))"
+    echo "--- journal"
+    journalctl -u {UNIT} --no-pager -o cat | tail -n 20
+    """
+)
+
+
+@pytest.mark.timeout(5400)
+def test_wrong_kernel_on_one_box_ends_the_run(tmp_path: Path) -> None:
+    """The box's boot hook kexecs another kernel than the one asked for: after that boot
+    the unit judges it `wrong_kernel`, stores nothing, and — the box being the only host —
+    ends the run in one line (exit 4) and removes itself."""
+    img = guest_image()
+    plan = write_plan(tmp_path / "plan.yaml", 1)
+    wrong = (
+        f"kexec -l /boot/vmlinuz-{KERNEL_C} --initrd=/boot/initrd.img-{KERNEL_C} "
+        "--reuse-cmdline && systemctl kexec"
+    )
+    hooks = f"[hooks]\nboot = {json.dumps(['sh', '-c', wrong])}\n"
+    result = run.run_script(
+        img,
+        KERNEL_A,
+        WRONG_SCRIPT,
+        files={"plan.yaml": plan.read_bytes(), "host.toml": hooks.encode()},
+        timeout_s=5200,
+    )
+    first, *later = result.boots
+    assert result.exit_status == 0, result.output
+    assert "first-exit 0" in first.output, first.output
+    assert [b.release for b in later] == [KERNEL_C], result.output
+    out = later[-1].output
+    assert "run-status: failed" in out and "samples: 0" in out, out
+    assert "attempts: wrong_kernel" in out, out
+    errors = [ln for ln in out.splitlines() if ln.startswith("iolab: ")]
+    assert len(errors) == 1, out
+    assert "wrong_kernel" in errors[0] and KERNEL_C in errors[0], errors
+    assert "only host" in errors[0] and "status=4" in out, out
