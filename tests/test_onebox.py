@@ -233,3 +233,29 @@ def test_bisect_over_releases_here_hands_over_its_boots(
     assert [a.state for a in attempts(box, 1)] == ["lost", "booting"]
     assert iolab(box, "cancel", "1").returncode == 0
     assert not unit_files(box, 1)
+
+
+def test_a_block_left_half_done_by_a_boot_is_finished_not_replayed(
+    box: dict[str, str], tmp_path: Path
+) -> None:
+    """Per-switch: the first sample of block 1 runs on this kernel (stored at once), the
+    second asks for a boot.  The resume replays no block — block 1 is not fed to the
+    decisions with one variant — and the block goes on, its stored sample kept."""
+    from iolab.kernels.order import paired_block_order
+
+    seed = next(s for s in range(1000) if paired_block_order(s, 1, 2) == [0, 1])  # old first
+    plan = tmp_path / "half.yaml"
+    plan.write_text(PLAN.replace("kpis:", f"reboot: per-switch\nseed: {seed}\nkpis:"))
+    first = iolab(box, "ab", str(plan), "--here", "--max-blocks", "2")
+    assert first.returncode == 0, first.stderr
+    assert "booting" in first.stderr
+    out = iolab(box, "results", "--run", "1", "--json")
+    (stored,) = json.loads(out.stdout)
+    assert stored["variant"] == "old" and stored["block"] == 1
+    again = iolab(box, "ab", "--resume", "1", "--here")
+    assert again.returncode == 0, again.stderr
+    assert "ab run 1 resumed at block 1 (no block had ended)" in again.stderr
+    assert [(a.block, a.state) for a in attempts(box, 1)] == [(1, "lost"), (1, "booting")]
+    out = iolab(box, "results", "--run", "1", "--json")
+    assert [s["variant"] for s in json.loads(out.stdout)] == ["old"]  # not measured again
+    assert iolab(box, "cancel", "1").returncode == 0
