@@ -52,6 +52,15 @@ SCRIPT = textwrap.dedent(
     set -u
     touch "$IOLAB_STAY"   # in /run: gone with each boot, so made again at each
     db=/root/s.db
+    # the guest's source disk may show up after its mount gave up (a TCG guest on a loaded
+    # host): mount it, and start the unit if its start at boot failed for want of it
+    if ! mountpoint -q /opt/iolab/src; then
+      until mount /opt/iolab/src 2>/dev/null; do sleep 5; done
+      echo "source disk mounted late"
+      if [ -e /etc/systemd/system/{UNIT} ]; then
+        systemctl reset-failed {UNIT}; systemctl start --no-block {UNIT}
+      fi
+    fi
     if [ ! -e /root/plan.yaml ]; then
       cp /run/iolab-cmd/plan.yaml /root/plan.yaml
       iolab --db $db ab /root/plan.yaml --here --max-blocks 2 --format json \\
@@ -123,6 +132,15 @@ WRONG_SCRIPT = textwrap.dedent(
     set -u
     touch "$IOLAB_STAY"
     db=/root/s.db
+    # the guest's source disk may show up after its mount gave up (a TCG guest on a loaded
+    # host): mount it, and start the unit if its start at boot failed for want of it
+    if ! mountpoint -q /opt/iolab/src; then
+      until mount /opt/iolab/src 2>/dev/null; do sleep 5; done
+      echo "source disk mounted late"
+      if [ -e /etc/systemd/system/{UNIT} ]; then
+        systemctl reset-failed {UNIT}; systemctl start --no-block {UNIT}
+      fi
+    fi
     if [ ! -e /root/plan.yaml ]; then
       cp /run/iolab-cmd/plan.yaml /run/iolab-cmd/host.toml /root/
       IOLAB_HOST_CONFIG=/root/host.toml iolab --db $db ab /root/plan.yaml --here \\

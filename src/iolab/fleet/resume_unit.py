@@ -70,7 +70,7 @@ def text(run_id: int, argv: Sequence[str], mounts: Sequence[str] = ()) -> str:
     lines = [
         "[Unit]",
         f"Description=iolab: continue run {run_id} on this box after its kernel switch",
-        "Documentation=docs/kernels.md",
+        '# what it is: iolab\'s docs/kernels.md, "One test box"',
         "After=local-fs.target",
         *([f"RequiresMountsFor={needs}"] if needs else []),
         "",
@@ -86,6 +86,8 @@ def text(run_id: int, argv: Sequence[str], mounts: Sequence[str] = ()) -> str:
         # the run's own Ctrl-C path: SIGTERM restores the machine, the run ends interrupted
         "KillSignal=SIGTERM",
         "TimeoutStopSec=infinity",
+        # `iolab cleanup` first may undo a killed sample's md arrays and mounts: no limit
+        "TimeoutStartSec=infinity",
         "",
         "[Install]",
         f"WantedBy={WANTED_BY}",
