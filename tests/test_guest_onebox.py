@@ -71,8 +71,11 @@ SCRIPT = textwrap.dedent(
       sleep 900   # the kexec ends this boot
       exit 3
     fi
-    # the unit goes when the run ends (a cheap test: a Python poll would slow the sample)
-    while [ -e /etc/systemd/system/{UNIT} ]; do sleep 5; done
+    # the unit's file goes when the run ends, then its process records the end and exits
+    # (cheap tests: a Python poll would slow the sample)
+    while [ -e /etc/systemd/system/{UNIT} ] || systemctl is-active --quiet {UNIT}; do
+      sleep 5
+    done
     s=$(/opt/iolab/venv/bin/python3 -c "
     from iolab.store import open_reader
     with open_reader('$db') as s:
@@ -150,7 +153,9 @@ WRONG_SCRIPT = textwrap.dedent(
       sleep 900
       exit 3
     fi
-    while [ -e /etc/systemd/system/{UNIT} ]; do sleep 5; done
+    while [ -e /etc/systemd/system/{UNIT} ] || systemctl is-active --quiet {UNIT}; do
+      sleep 5
+    done
     rm -f "$IOLAB_STAY"
     echo "release: $(uname -r)"
     /opt/iolab/venv/bin/python3 -c "
