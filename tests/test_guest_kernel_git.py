@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from fleet_env import Fleet
+from guest_fixtures import PLAN
 from iolab.store import leases, open_store
 from test_guest_kernels import (
-    PLAN,
     env,  # noqa: F401  (fixture)
     fleet,  # noqa: F401  (fixture)
     guest_down,

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,15 @@ from typing import Any
 import pytest
 
 from fleet_env import Fleet
-from guest_fixtures import KERNEL_A, KERNEL_B, guest_image
+from guest_fixtures import (
+    KERNEL_A,
+    KERNEL_B,
+    PLAN,
+    check_paired_orders,
+    check_samples,
+    guest_image,
+    write_plan,
+)
 from iolab.guest.recipe import DEFAULT_KERNELS
 from iolab.procs import process_alive
 from iolab.store import leases, open_store
@@ -52,34 +59,6 @@ long_scenario = pytest.mark.skipif(
     reason="several boots under TCG (IOLAB_GUEST_LONG=1, or bench/guest-kernels)",
 )
 HEARTBEAT_S = "4"
-
-PLAN = """\
-name: kernel-ab
-target: {size: 32M}
-filesystem: {type: ext4, mkfs_options: -m 1}
-workload:
-  fio: |
-    [w]
-    filename={mnt}/f
-    size=2M
-    bs=4k
-    rw=randwrite
-    ioengine=psync
-    runtime=1s
-    time_based=1
-variants:
-  old: {kernel: KERNEL_B}
-  new: {kernel: {release: KERNEL_A, cmdline: "loglevel=4"}}
-repeat: REPEAT
-kpis: [write.iops]
-prepare: {drop_caches: false}
-"""
-
-
-def write_plan(path: Path, repeat: int) -> Path:
-    text = PLAN.replace("KERNEL_A", KERNEL_A).replace("KERNEL_B", KERNEL_B)
-    path.write_text(text.replace("REPEAT", str(repeat)))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -168,27 +147,6 @@ def log_of(env: dict[str, str], name: str) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else "(no service log)"
 
 
-def check_samples(
-    samples: list[dict[str, Any]], blocks: int, *, per_sample_boots: bool = True
-) -> None:
-    """Each (case, block) once; each sample on its variant's kernel with its command line,
-    in a boot of its own."""
-    keys = Counter((s["variant"], s["block"]) for s in samples)
-    assert len(samples) == 2 * blocks and max(keys.values()) == 1, keys
-    wanted = {"old": KERNEL_B, "new": KERNEL_A}
-    for s in samples:
-        assert s["status"] == "ok", s["reason"]
-        boot = s["provenance"]["boot"]
-        assert boot["release"] == wanted[str(s["variant"])], boot
-        assert s["provenance"]["kernel"] == boot["release"]
-        assert boot["boot_id"] and boot["boot_id"] == s["provenance"]["boot_id"]
-        assert ("loglevel=4" in boot["cmdline"].split()) == (s["variant"] == "new")
-        assert boot["booted_for_sample"] is per_sample_boots
-        assert boot["from_boot_id"] != boot["boot_id"]
-    boots = [s["provenance"]["boot"]["boot_id"] for s in samples]
-    assert len(set(boots)) == len(boots), "two samples shared a boot"
-
-
 @long_scenario
 @pytest.mark.timeout(1800)
 def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path) -> None:
@@ -205,16 +163,7 @@ def test_kernel_ab_in_a_guest(fleet: Fleet, env: dict[str, str], tmp_path: Path)
         run_id = newest_run(fleet)
         samples = results(env, run_id)
         check_samples(samples, 2)
-        # ABBA or BAAB: block 2 is block 1 reversed
-        order = {
-            b: [
-                s["variant"]
-                for s in sorted(samples, key=lambda s: s["position"])
-                if s["block"] == b
-            ]
-            for b in (1, 2)
-        }
-        assert order[2] == order[1][::-1], order
+        check_paired_orders(samples)
         report = json.loads(proc.stdout)
         assert "one boot per sample" in json.dumps(report), report
     finally:

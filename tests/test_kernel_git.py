@@ -786,14 +786,14 @@ def test_ab_over_kernel_commits_builds_ships_and_compares(
         "head": f"6.9.0-iolab-{shas[1][:12]}",
     }
     checked = ab.run.check(plan, here=False)
-    first = ab.run.start(pg_store, checked, max_blocks=40, kernels=kernels)
+    first = ab.run.start(pg_store, ab.run.NewAb(checked, max_blocks=40, kernels=kernels))
     meta = pg_store.run(first.run.run_id).meta
     assert all(len(meta[artifacts.META][s]["artifacts"]) == 1 for s in shas[:2])
     pg_store.finish_run(first.run.run_id, "interrupted")
     # the same commits again: from the cache, not built a second time
     again, _ = build_plan(load_plan(str(plan_path)), path, argv, tmp_path / "cache")
     assert calls.read_text().split() == shas[:2] and again.text == plan.text
-    setup = ab.run.resume(pg_store, first.run.run_id, here=False)
+    setup = ab.run.resume(pg_store, ab.run.ResumedAb(first.run.run_id, here=False))
     assert {c.variant: c.kernel for c in setup.run.plan.cases} == releases
     result = ab.run.run(
         setup,

@@ -92,18 +92,10 @@ def run_ab(
     from iolab.store import open_store
 
     checked = ab.run.check(load_plan(plan_path, profile), destroy_data=destroy_data)
+    request = ab.run.NewAb(checked, alpha, margin_pct, max_blocks, max_time_s, label, tags)
     with open_store(db) as store:
-        setup = ab.run.start(
-            store,
-            checked,
-            alpha=alpha,
-            margin_pct=margin_pct,
-            max_blocks=max_blocks,
-            max_time_s=max_time_s,
-            label=label,
-            tags=tags,
-        )
-        return ab.run.run(setup, reporter or SilentBlockReporter(), destroy_data=destroy_data)
+        reporting = reporter or SilentBlockReporter()
+        return ab.run.execute(store, request, reporting, destroy_data=destroy_data)[1]
 
 
 def resume_ab(
@@ -120,11 +112,10 @@ def resume_ab(
     from iolab.ab.loop import SilentBlockReporter
     from iolab.store import open_store
 
+    request = ab.run.ResumedAb(run_id, max_blocks, max_time_s, destroy_data)
     with open_store(db, must_exist=True) as store:
-        setup = ab.run.resume(
-            store, run_id, max_blocks=max_blocks, max_time_s=max_time_s, destroy_data=destroy_data
-        )
-        return ab.run.run(setup, reporter or SilentBlockReporter(), destroy_data=destroy_data)
+        reporting = reporter or SilentBlockReporter()
+        return ab.run.execute(store, request, reporting, destroy_data=destroy_data)[1]
 
 
 def bisect(

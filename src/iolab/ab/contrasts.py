@@ -79,12 +79,14 @@ def feed(contrast: Contrast, samples: list[Sample]) -> None:
             decision.update([(va, vb)])
 
 
-def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
+def replay(store: Store, run_id: int, items: list[Contrast], *, whole_blocks: bool = False) -> int:
     """Feed the decisions the stored blocks of a run being resumed, in block order, up to the
     first block missing; returns the last block so fed (failed samples included: their
     block is used up).  Only a fleet leaves a gap (blocks end out of order there): the
     blocks after it are not fed now but adopted by the fleet when the run reaches them, so
-    the decisions still see blocks 1, 2, 3, ... in order."""
+    the decisions still see blocks 1, 2, 3, ... in order.  `whole_blocks` (a kernel plan,
+    whose blocks store each sample as it ends, across boots): only blocks whose attempt
+    finished are fed; a block left half-done is its source's to finish."""
     kpis = sorted({name for c in items for name in c.decisions})
     by_block: dict[int, list[Sample]] = defaultdict(list)
     for sample in store.samples(
@@ -93,6 +95,11 @@ def replay(store: Store, run_id: int, items: list[Contrast]) -> int:
         if sample.block is not None:
             by_block[sample.block].append(sample)
     stored = {block for _, block in store.done_keys(run_id)}
+    if whole_blocks:
+        from iolab.store import leases
+
+        latest = {a.block: a.state for a in leases.attempts(store, run_id)}
+        stored = {b for b in stored if latest.get(b) == "finished"}
     last = 0
     while last + 1 in stored:
         last += 1

@@ -45,11 +45,11 @@ class AbSetup:
 @dataclass(frozen=True)
 class AbResult:
     run_id: int
-    status: str  # finished | interrupted
+    status: str  # finished | interrupted | running (handed over: this box boots a kernel)
     stopped: str  # why the blocks stopped
     interrupted: bool
     states: Mapping[tuple[tuple[tuple[str, str], ...], str, str], list[SequentialState]]
-    report: Report | None  # None only when interrupted before a block ended
+    report: Report | None  # None when interrupted before a block ended, or handed over
 
 
 def check_plan(plan: Plan) -> None:
@@ -63,36 +63,66 @@ def check_plan(plan: Plan) -> None:
         raise PlanError(f"{where}: no matrix cell holds the baseline and another variant")
 
 
-def check(plan: Plan, *, destroy_data: bool = False, here: bool = True) -> lifecycle.Checked:
+def check(
+    plan: Plan, *, destroy_data: bool = False, here: bool = True, boots_here: bool = False
+) -> lifecycle.Checked:
     """Everything that can refuse an A/B of `plan`, before any store is opened (`here`:
-    the lab's preflight too; a fleet's hosts preflight it themselves)."""
+    the lab's preflight too; a fleet's hosts preflight it themselves; `boots_here`: this box
+    boots the plan's kernels, `iolab ab --here`)."""
     check_plan(plan)
-    return lifecycle.check(plan, kind="ab", destroy_data=destroy_data, here=here)
+    return lifecycle.check(
+        plan, kind="ab", destroy_data=destroy_data, here=here, boots_here=boots_here
+    )
 
 
-def start(
-    store: Store,
-    checked: lifecycle.Checked,
-    *,
-    alpha: float = 0.05,
-    margin_pct: float = 1.0,
-    max_blocks: int | None = None,
-    max_time_s: float | None = None,
-    label: str | None = None,
-    tags: Mapping[str, str] | None = None,
-    kernels: KernelCommits | None = None,
-) -> AbSetup:
-    """Create the ab run of a checked plan (`check`) with its settings; `kernels`: the
-    plan's kernel commits, built (`builds.kernel_commits.build_plan`), shipped to the store
-    for the hosts before any block is sent."""
+@dataclass(frozen=True)
+class NewAb:
+    """A new A/B of a checked plan (`check`) and its settings; `kernels`: the plan's kernel
+    commits, built (`builds.kernel_commits.build_plan`), shipped to the store for the hosts
+    before any block is sent."""
+
+    checked: lifecycle.Checked
+    alpha: float = 0.05
+    margin_pct: float = 1.0
+    max_blocks: int | None = None
+    max_time_s: float | None = None
+    label: str | None = None
+    tags: Mapping[str, str] | None = None
+    kernels: KernelCommits | None = None
+
+
+@dataclass(frozen=True)
+class ResumedAb:
+    """ab run `run_id` again; `max_blocks` (if given) replaces its budget, counting all its
+    blocks."""
+
+    run_id: int
+    max_blocks: int | None = None
+    max_time_s: float | None = None
+    destroy_data: bool = False
+    here: bool = True
+    boots_here: bool = False
+
+
+def open_run(store: Store, request: NewAb | ResumedAb) -> AbSetup:
+    """The A/B `request` asks for, opened in `store`: a new run, or one resumed."""
+    if isinstance(request, ResumedAb):
+        return resume(store, request)
+    return start(store, request)
+
+
+def start(store: Store, request: NewAb) -> AbSetup:
+    """Create the ab run of a checked plan with its settings."""
+    checked = request.checked
     if checked.kind != "ab":
         raise ValueError(f"a plan checked for a {checked.kind} run, not for an A/B")
     plan = checked.plan
-    budget = max_blocks if max_blocks is not None else DEFAULT_MAX_BLOCKS
-    settings = AbSettings(alpha, margin_pct, budget, budget, max_time_s)
-    items = contrasts(plan, alpha, margin_pct, budget, budget)
-    run = lifecycle.start(store, checked, label=label, tags=tags)
+    budget = request.max_blocks if request.max_blocks is not None else DEFAULT_MAX_BLOCKS
+    settings = AbSettings(request.alpha, request.margin_pct, budget, budget, request.max_time_s)
+    items = contrasts(plan, request.alpha, request.margin_pct, budget, budget)
+    run = lifecycle.start(store, checked, label=request.label, tags=request.tags)
     store.update_run_meta(run.run_id, settings.to_meta())
+    kernels = request.kernels
     if kernels is not None:
         store.update_run_meta(run.run_id, kernels.to_meta())
         shipped = {sha: kernel_commits.publish(store, b) for sha, b in kernels.builds.items()}
@@ -100,35 +130,29 @@ def start(
     return AbSetup(run, settings, items, 1)
 
 
-def resume(
-    store: Store,
-    run_id: int,
-    *,
-    max_blocks: int | None = None,
-    max_time_s: float | None = None,
-    destroy_data: bool = False,
-    here: bool = True,
-) -> AbSetup:
-    """Reopen ab run `run_id`: its decisions rebuilt from its stored blocks, going on where
-    it stopped; `max_blocks` (if given) replaces its budget, counting all its blocks.  A run
-    over kernel commits keeps its builds: the plan file is read with their releases again."""
+def resume(store: Store, request: ResumedAb) -> AbSetup:
+    """Reopen an ab run: its decisions rebuilt from its stored blocks, going on where it
+    stopped.  A run over kernel commits keeps its builds: the plan file is read with their
+    releases again."""
+    run_id = request.run_id
     kernels = KernelCommits.from_meta(store.run(run_id))
     run = lifecycle.reopen(
         store,
         run_id,
         kind="ab",
-        destroy_data=destroy_data,
-        here=here,
+        destroy_data=request.destroy_data,
+        here=request.here,
         template_sha256=None if kernels is None else kernels.template_sha256,
         derive=None if kernels is None else (lambda t: with_releases(t, kernels.releases())),
+        boots_here=request.boots_here,
     )
     recorded = ab_settings(store.run(run_id))
-    budget = max_blocks if max_blocks is not None else recorded.max_blocks
+    budget = request.max_blocks if request.max_blocks is not None else recorded.max_blocks
     settings = AbSettings(
-        recorded.alpha, recorded.margin_pct, budget, recorded.stake_blocks, max_time_s
+        recorded.alpha, recorded.margin_pct, budget, recorded.stake_blocks, request.max_time_s
     )
     items = contrasts(run.plan, settings.alpha, settings.margin_pct, budget, settings.stake_blocks)
-    last = replay(store, run_id, items)
+    last = replay(store, run_id, items, whole_blocks=run.plan.switches_kernels)
     if last >= budget and not all_decided(items):
         raise IolabError(
             f"run {run_id} has spent its budget of {budget} blocks; "
@@ -136,6 +160,23 @@ def resume(
         )
     store.update_run_meta(run_id, settings.to_meta())
     return AbSetup(run, settings, items, last + 1)
+
+
+def execute(
+    store: Store,
+    request: NewAb | ResumedAb,
+    reporter: BlockReporter,
+    *,
+    destroy_data: bool = False,
+    source: Callable[[lifecycle.OpenRun], BlockSource] | None = None,
+    opened: Callable[[AbSetup], None] | None = None,
+) -> tuple[AbSetup, AbResult]:
+    """An A/B from its request to its result, the one sequence `iolab ab` and `api.run_ab`
+    share: the run opened (new or resumed; `opened` is told), then its blocks."""
+    setup = open_run(store, request)
+    if opened is not None:
+        opened(setup)
+    return setup, run(setup, reporter, destroy_data=destroy_data, source=source)
 
 
 def run(
@@ -148,7 +189,9 @@ def run(
     """The blocks of an open ab run, then its outcome recorded and its report built.
 
     Ctrl-C (or SIGTERM/SIGHUP) ends the blocks with the machine restored; the result then says
-    `interrupted` and carries the report of the blocks measured so far, if any."""
+    `interrupted` and carries the report of the blocks measured so far, if any.  A source
+    that is a context manager (`fleet.onebox`) is entered for the blocks; one that hands the
+    run over (this box boots a kernel) ends it here as `running`, with no report."""
     run_, store = setup.run, setup.run.store
     interrupted = False
     why = "every KPI has a verdict"
@@ -163,6 +206,8 @@ def run(
                         blocks: BlockSource = LocalBlocks(stack.enter_context(session), store)
                     else:
                         blocks = source(run_)
+                        if isinstance(blocks, contextlib.AbstractContextManager):
+                            stack.enter_context(blocks)
                     why = run_blocks(
                         blocks,
                         setup.items,
@@ -172,6 +217,8 @@ def run(
                         max_time_s=setup.settings.max_time_s,
                     )
             ending.status = "finished"
+    except lifecycle.HandedOver as exc:
+        return AbResult(run_.run_id, "running", str(exc), False, {}, None)
     except KeyboardInterrupt:
         interrupted, why = True, "interrupted"
     states = final_states(setup.items, why)

@@ -33,6 +33,23 @@ def read_list(path: Path) -> list[str]:
     return [ln.split("#", 1)[0].strip() for ln in text.splitlines() if ln.split("#", 1)[0].strip()]
 
 
+def plan_and_releases(
+    args: tuple[str, ...], kernels: tuple[str, ...] | None, listed: str | None
+) -> tuple[str | None, list[str]]:
+    """`iolab bisect`'s words: PLAN, and the releases: `--kernels R1,R2`, the older
+    `--kernels R1 R2` (the words after it that are not the plan file), or `--kernels-from
+    FILE`."""
+    plans = [a for a in args if Path(a).is_file() or a.endswith((".yaml", ".yml"))] or [*args[:1]]
+    if len(plans) > 1 or (len(args) > 1 and kernels is None):
+        raise IolabError(f"unexpected argument {args[-1]!r} (one PLAN)")
+    words = [*(kernels or ()), *(a for a in args if a not in plans)]
+    if listed is not None:
+        if words:
+            raise IolabError("give --kernels or --kernels-from, not both")
+        words = read_list(Path(listed))
+    return plans[0] if plans else None, words
+
+
 def check_releases(releases: Sequence[str]) -> list[str]:
     out = list(releases)
     if len(out) < 2:

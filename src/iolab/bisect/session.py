@@ -76,6 +76,7 @@ class Request:
     cache: Path | None = None
     fleet: str | None = None
     regression: int | None = None  # `--regression ID`: the entry its result is recorded on
+    here: bool = False  # this box boots the releases itself (`--here`, docs/kernels.md)
 
 
 @dataclass(frozen=True)
@@ -189,14 +190,21 @@ def check(req: Request, *, destroy_data: bool = False) -> Checked:
         )
     if req.mode == "commits" and req.fleet is not None:
         raise IolabError("a commit bisect runs here; --fleet is for kernels")
-    if req.mode != "commits" and req.fleet is None:
+    if req.here and (req.fleet is not None or req.mode != "releases"):
+        raise IolabError(
+            "--here boots kernel releases on this box (--kernels): not with --fleet, "
+            "nor for commits"
+        )
+    if req.mode != "commits" and req.fleet is None and not req.here:
         raise IolabError(
             "a kernel bisect boots kernels: give --fleet CLASS (hosts running `iolab worker`, "
-            "docs/kernels.md)"
+            "docs/kernels.md), or --here to boot them on this box"
         )
     kpi, direction = choose_kpi(plan, req.kpi)
-    here = req.mode == "commits"
-    checked = lifecycle.check(plan, kind=KIND, destroy_data=destroy_data, here=here)
+    here = req.mode == "commits" or req.here
+    checked = lifecycle.check(
+        plan, kind=KIND, destroy_data=destroy_data, here=here, boots_here=req.here
+    )
     return Checked(req, arms, kpi, direction, checked)
 
 
@@ -228,9 +236,11 @@ def start(store: Store, checked: Checked) -> Session:
     return Session(run, settings, source_for(settings, req.plan), settings.engine())
 
 
-def resume(store: Store, run_id: int, *, destroy_data: bool = False) -> Session:
+def resume(
+    store: Store, run_id: int, *, destroy_data: bool = False, boots_here: bool = False
+) -> Session:
     """A stored bisect of any mode: its plan (unchanged since), settings and builds, its
-    finished blocks replayed into a fresh engine."""
+    finished blocks replayed into a fresh engine; `boots_here`: on this box (`--here`)."""
     info = store.run(run_id)
     settings, builds = None, {}
     if info.kind == KIND:  # another kind: `reopen` says which command continues it
@@ -243,8 +253,9 @@ def resume(store: Store, run_id: int, *, destroy_data: bool = False) -> Session:
         run_id,
         kind=KIND,
         destroy_data=destroy_data,
-        here=settings is None or settings.mode == "commits",
+        here=settings is None or settings.mode == "commits" or boots_here,
         template_sha256=None if settings is None else settings.template_sha256,
+        boots_here=boots_here,
     )
     assert settings is not None
     source = source_for(settings, run.plan)
@@ -254,7 +265,9 @@ def resume(store: Store, run_id: int, *, destroy_data: bool = False) -> Session:
     return session
 
 
-def open_session(store: Store, what: Checked | int, *, destroy_data: bool = False) -> Session:
+def open_session(
+    store: Store, what: Checked | int, *, destroy_data: bool = False, boots_here: bool = False
+) -> Session:
     """A new session of a checked request, or stored run `what` resumed by its mode.  A
     registry entry the request names must exist before anything is built."""
     if isinstance(what, Checked):
@@ -263,7 +276,7 @@ def open_session(store: Store, what: Checked | int, *, destroy_data: bool = Fals
 
             registry.get(store, what.req.regression)
         return start(store, what)
-    return resume(store, what, destroy_data=destroy_data)
+    return resume(store, what, destroy_data=destroy_data, boots_here=boots_here)
 
 
 def _settle(session: Session, progress: Progress | None) -> Measure | None:
@@ -343,11 +356,16 @@ def _blocks(
     destroy_data: bool,
     reporter: runner.Reporter | None,
 ) -> Iterator[Blocks]:
-    """Where the blocks run: the fleet's hosts, or here in one `LabSession` whose plan is
-    bound to the first arm (so the lab's preflight checks the real program, `{src}/...`)."""
+    """Where the blocks run: the fleet's hosts (or this box booting kernels, `--here`: a
+    source held for the blocks' life), or here in one `LabSession` whose plan is bound to
+    the first arm (so the lab's preflight checks the real program, `{src}/...`)."""
     plan = session.plan()
     if fleet is not None:
-        yield fleet(replace(session.run, plan=plan))
+        blocks = fleet(replace(session.run, plan=plan))
+        with contextlib.ExitStack() as stack:
+            if isinstance(blocks, contextlib.AbstractContextManager):
+                stack.enter_context(blocks)
+            yield blocks
         return
     first = session.source.cases(plan, [session.name(i) for i in measure.arms])
     done = {(runner.case_key(c), session.next_block) for c in first if c.variant in session.partial}

@@ -20,11 +20,13 @@ from iolab.cli.options import (
     exit_stopped,
     fleet_options,
     fleet_source,
+    here_source,
     margin_option,
     output_option_saying,
     parse_tags,
     profile_of,
     refuse_with_resume,
+    say_handed_over,
     store_location,
     to_output,
 )
@@ -120,6 +122,12 @@ _RUN_OPTIONS = {
     metavar="CMD",
     help="The kernel build hook, as for `iolab bisect --kernel-repo` (the same build cache).",
 )
+@click.option(
+    "--here",
+    is_flag=True,
+    help="Boot the plan's kernels on this box itself (kexec), one boot per sample; a systemd "
+    "unit continues the run after each boot (docs/kernels.md).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.pass_context
 def command(
@@ -145,6 +153,7 @@ def command(
     broker: str | None,
     kernel_repo: str | None,
     kernel_build: str | None,
+    here: bool,
     quiet: bool,
 ) -> None:
     """Adaptive A/B of PLAN's variants: blocks until every KPI has a verdict (regression,
@@ -155,6 +164,7 @@ def command(
     Examples:
       iolab ab examples/ext4-iversion.yaml --quick --max-time 10m
       iolab ab --resume 12 --max-blocks 400 --format html -o ab12.html
+      iolab ab kernels.yaml --here --max-blocks 6
     """
     from iolab import ab  # numpy and SQLAlchemy: not for --help
 
@@ -171,52 +181,55 @@ def command(
         if kernel_repo is not None or kernel_build is not None:
             check_fleet_store(ctx, fleet)  # before any build
             plan, kernels = _built_kernels(plan, kernel_repo, kernel_build, fleet, console, quiet)
-        checked = ab.run.check(plan, destroy_data=destroy_data, here=fleet is None)
+        checked = ab.run.check(plan, destroy_data=destroy_data, here=fleet is None, boots_here=here)
     check_fleet_store(ctx, fleet)
-    with open_store(store_location(ctx), must_exist=resume is not None) as store:
-        if checked is not None:  # which hosts can run it, before the run exists
-            source = fleet_source(store, fleet, hosts, broker, checked.plan)
-            setup = ab.run.start(
-                store,
-                checked,
-                alpha=alpha,
-                margin_pct=margin,
-                max_blocks=max_blocks,
-                max_time_s=max_time_s,
-                label=label,
-                tags=tag_map,
-                kernels=kernels,
-            )
-            opening = f"ab run {setup.run.run_id}"
-        else:
-            assert resume is not None
-            setup = ab.run.resume(
-                store,
-                resume,
-                max_blocks=max_blocks,
-                max_time_s=max_time_s,
-                destroy_data=destroy_data,
-                here=fleet is None,
-            )
-            opening = (
-                f"ab run {resume} resumed at block {setup.first_block} "
-                f"(blocks 1-{setup.first_block - 1} replayed)"
-            )
-            source = fleet_source(store, fleet, hosts, broker, setup.run.plan)
+    request: ab.run.NewAb | ab.run.ResumedAb
+    if checked is not None:
+        request = ab.run.NewAb(
+            checked, alpha, margin, max_blocks, max_time_s, label, tag_map, kernels
+        )
+    else:
+        assert resume is not None
+        request = ab.run.ResumedAb(
+            resume, max_blocks, max_time_s, destroy_data, fleet is None, boots_here=here
+        )
+    boxed = here_source(ctx, "ab", plan_path, here, fleet, format_name, output, destroy_data)
+
+    def opened(setup: ab.run.AbSetup) -> None:
+        if checked is None and fleet is not None:  # a resumed run: its stored plan's hosts
+            fleet_source(store, fleet, hosts, broker, setup.run.plan)
+        if quiet:
+            return
         plan = setup.run.plan
-        if not quiet:
-            console.print(
-                f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
-                f"{len(setup.items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
-                f"{setup.settings.max_blocks} blocks"
-                f"{f' or {max_time_s:g}s' if max_time_s else ''}, "
-                f"seed {setup.run.seed}",
-                highlight=False,
-            )
+        first = setup.first_block
+        replayed = f"blocks 1-{first - 1} replayed" if first > 1 else "no block had ended"
+        opening = (
+            f"ab run {setup.run.run_id}"
+            if resume is None
+            else f"ab run {resume} resumed at block {first} ({replayed})"
+        )
+        console.print(
+            f"{opening}: {plan.name}{f' ({plan.profile})' if plan.profile else ''}, "
+            f"{len(setup.items)} comparison(s) × {len(plan.kpis)} KPI(s), at most "
+            f"{setup.settings.max_blocks} blocks"
+            f"{f' or {max_time_s:g}s' if max_time_s else ''}, "
+            f"seed {setup.run.seed}",
+            highlight=False,
+        )
+
+    with open_store(store_location(ctx), must_exist=resume is not None) as store:
+        plan_now = None if checked is None else checked.plan  # hosts said before the run exists
+        source = boxed or fleet_source(store, fleet, hosts, broker, plan_now)
         with AbReporter(console, quiet) as reporter:
-            result = ab.run.run(setup, reporter, destroy_data=destroy_data, source=source)
+            setup, result = ab.run.execute(
+                store, request, reporter, destroy_data=destroy_data, source=source, opened=opened
+            )
         status = store.run(result.run_id).status  # "cancelled" when `iolab cancel` stopped it
+    plan = setup.run.plan
     run_id = result.run_id
+    if result.status == "running":  # this box boots the next sample's kernel
+        say_handed_over("ab run", run_id, result.stopped)
+        return
     if not quiet:
         console.print(f"ab run {run_id} {status}: {result.stopped}", highlight=False)
     if result.report is None:

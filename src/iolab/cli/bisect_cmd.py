@@ -38,6 +38,8 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
      "help": "Record the result on this registry entry (default: entries with these ends)."}),
     (("--resume",), {"type": _IN(min=1), "metavar": "ID", "help": "Continue bisect run ID."}),
     (("--destroy-data",), {"is_flag": True, "help": "Allow formatting a device with data."}),
+    (("--here",), {"is_flag": True, "help": "Boot the --kernels on this box itself; a systemd "
+     "unit continues the bisect after each boot (docs/kernels.md)."}),
     (("-q", "--quiet"), {"is_flag": True, "help": "No progress lines."}),
 ]  # fmt: skip
 # options that define a bisect (the first 13, --margin, --regression): a resumed one keeps its own
@@ -66,15 +68,18 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     Examples:
       iolab bisect plan.yaml --repo ~/src/app --good v1.4 --bad v1.5 --build "make -j2"
       iolab bisect plan.yaml --kernels 6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64 --fleet lab
+      iolab bisect plan.yaml --kernels 6.1.0-47-cloud-amd64,6.1.0-50-cloud-amd64 --here
     """
     # the bisect service loads numpy and SQLAlchemy: imported here, not for --help
     from iolab.bisect import session as bisect
+    from iolab.bisect.release_arms import plan_and_releases
     from iolab.bisect.summary import conclude
     from iolab.cli.bisect_progress import ConsoleProgress
     from iolab.report import bisect_json, bisect_text
+    from iolab.runs.lifecycle import HandedOver
     from iolab.store import open_store
 
-    plan_path, releases = _positional(args, opt["kernels"], opt["kernels_from"])
+    plan_path, releases = plan_and_releases(args, opt["kernels"], opt["kernels_from"])
     resume, destroy = opt["resume"], opt["destroy_data"]
     o.check_plan_or_resume(plan_path, resume)
     o.refuse_with_resume(ctx, resume, _DEFINING, "bisect run")
@@ -82,13 +87,15 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     if plan_path is not None:
         checked = bisect.check(_request(plan_path, releases, opt), destroy_data=destroy)
         o.check_fleet_store(ctx, opt["fleet"])
+    here = o.here_source(ctx, "bisect", plan_path, opt["here"], opt["fleet"],
+                         opt["format_name"], opt["output"], destroy)  # fmt: skip
     progress = ConsoleProgress(opt["quiet"])
     with open_store(o.store_location(ctx), must_exist=resume is not None) as store:
-        fleet, source = opt["fleet"], None
-        if checked is not None:  # which hosts can run it, before the run exists
-            source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"], checked.plan.plan)
-        session = bisect.open_session(store, checked or resume, destroy_data=destroy)
-        if checked is None:
+        fleet, plan = opt["fleet"], None if checked is None else checked.plan.plan
+        source = here or o.fleet_source(store, fleet, opt["hosts"], opt["broker"], plan)
+        session = bisect.open_session(store, checked or resume, destroy_data=destroy,
+                                      boots_here=opt["here"])  # fmt: skip
+        if checked is None and here is None:  # resumed: the stored plan's hosts
             fleet = fleet or session.settings.fleet
             source = o.fleet_source(store, fleet, opt["hosts"], opt["broker"], session.run.plan)
         progress.opened(session)
@@ -97,6 +104,9 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
                 session, fleet=source, max_time_s=opt["max_time_s"], destroy_data=destroy,
                 progress=progress,
             )  # fmt: skip
+        except HandedOver as exc:  # this box boots the next sample's kernel
+            o.say_handed_over("bisect run", session.run_id, str(exc))
+            return
         except KeyboardInterrupt:
             n = session.run_id
             o.exit_stopped("bisect run", n, store.run(n).status, "iolab bisect")
@@ -106,24 +116,6 @@ def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     with o.to_output(opt["output"]):
         click.echo(text, nl=False)
     sys.exit(EXIT_BY_RESULT[outcome.kind] or None)  # 0: found
-
-
-def _positional(
-    args: tuple[str, ...], kernels: tuple[str, ...] | None, listed: str | None
-) -> tuple[str | None, list[str]]:
-    """PLAN, and the releases: `--kernels R1,R2`, the older `--kernels R1 R2` (the words
-    after it that are not the plan file), or `--kernels-from FILE`."""
-    from iolab.bisect.release_arms import read_list
-
-    plans = [a for a in args if Path(a).is_file() or a.endswith((".yaml", ".yml"))] or [*args[:1]]
-    if len(plans) > 1 or (len(args) > 1 and kernels is None):
-        raise IolabError(f"unexpected argument {args[-1]!r} (one PLAN)")
-    words = [*(kernels or ()), *(a for a in args if a not in plans)]
-    if listed is not None:
-        if words:
-            raise IolabError("give --kernels or --kernels-from, not both")
-        words = read_list(Path(listed))
-    return plans[0] if plans else None, words
 
 
 def _request(plan_path: str, releases: list[str], opt: dict[str, Any]) -> Any:
@@ -137,7 +129,7 @@ def _request(plan_path: str, releases: list[str], opt: dict[str, Any]) -> Any:
     listed = opt["kernels"] is not None or opt["kernels_from"] is not None
     o.check_levels(opt["alpha"], opt["margin"])
     repo, build = (opt["kernel_repo"], "kernel_build") if kernel else (opt["repo"], "build")
-    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet", "regression")
+    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet", "regression", "here")
     return Request(
         plan=load_plan(plan_path),
         mode="releases" if listed else "kernel-commits" if kernel else "commits",

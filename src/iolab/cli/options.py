@@ -333,19 +333,64 @@ def check_fleet_store(ctx: click.Context, fleet: str | None) -> None:
         )
 
 
+def here_source(
+    ctx: click.Context,
+    command: str,
+    plan_path: str | None,
+    here: bool,
+    fleet: str | None,
+    format_name: str,
+    output: str | None,
+    destroy_data: bool,
+) -> Any:
+    """The block source of `iolab ab|bisect --here` (fleet.onebox; None without `--here`):
+    its resume unit runs `iolab --db STORE COMMAND --resume RUN --here` with the same report
+    format and output file, so the run goes on after each boot as if it had never stopped."""
+    import os
+
+    if not here:
+        return None
+    if fleet is not None:
+        raise IolabError("--here boots kernels on this box, --fleet on a fleet's hosts: not both")
+    from iolab.fleet import onebox
+
+    where = store_location(ctx)
+    db = str(where.file.resolve()) if where.file is not None else str(where.text)
+
+    def resume_args(run_id: int) -> list[str]:
+        args = [command, "--resume", str(run_id), "--here", "--format", format_name]
+        if destroy_data:
+            args.append("--destroy-data")
+        if output not in (None, "-"):
+            args += ["-o", os.path.abspath(str(output))]
+        return args
+
+    return onebox.blocks_for(db, plan_path, resume_args, destroy_data=destroy_data)
+
+
+def say_handed_over(what: str, run_id: int, why: str) -> None:
+    """The line a `--here` run ends this process with: the box boots the next kernel, and
+    the resume unit goes on with run `run_id` after the boot."""
+    from iolab.fleet import resume_unit
+
+    click.echo(resume_unit.continues(run_id, f"{what} {run_id}: {why}"), err=True)
+
+
 def fleet_source(
     store: Any, fleet: str | None, hosts: int, broker: str | None, plan: Any
 ) -> Callable[[Any], Any] | None:
     """The block source a `--fleet` run uses (None: here), after checking the store and
     saying which hosts of the class can run `plan` — before the run is created or resumed,
-    so a plan no host can run leaves no run behind (RefusedError, exit 3)."""
+    so a plan no host can run leaves no run behind (RefusedError, exit 3).  `plan` None: a
+    resumed run, whose stored plan the caller checks once it is reopened."""
     if fleet is None:
         return None
     from iolab.fleet import dispatch, service
 
     service.require_server_store(store)
     settings = dispatch.settings(fleet, hosts, service.broker_url(broker))
-    dispatch.able_hosts(store, plan, fleet)
+    if plan is not None:
+        dispatch.able_hosts(store, plan, fleet)
 
     def make(run: Any) -> Any:
         return dispatch.FleetBlocks(run, settings)

@@ -303,7 +303,8 @@ class Plan:
         what = f"kernels ({', '.join(kernels)})" if kernels else "kernel command lines"
         return (
             f"the plan's cases name {what}; they run on a fleet whose hosts run `iolab worker` "
-            "and boot them (--fleet CLASS; a guest: `iolab guest up`), not in this process"
+            "and boot them (--fleet CLASS; a guest: `iolab guest up`), or on this box booting "
+            "them itself (`iolab ab --here`), not in this process"
         )
 
     def cases_of(self, variant: str | None) -> tuple[Case, ...]:

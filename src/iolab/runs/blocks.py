@@ -63,15 +63,13 @@ class GuardedSink:
         return stored
 
 
-class LocalBlocks:
-    """Blocks run in this process, one at a time, each under its own lease."""
+class OneAtATime:
+    """The queue of a source that measures one block at a time in this process (`width` 1):
+    a block is measured when it is asked for (`next_finished`), so nothing queued has
+    started when the caller stops or abandons."""
 
-    def __init__(
-        self, session: LabSession, store: Store, done: set[tuple[str, int]] | None = None
-    ) -> None:
-        self.session, self.store, self.done = session, store, done
+    def __init__(self) -> None:
         self._queue: deque[tuple[int, Sequence[Case]]] = deque()
-        self.host = session.host or socket.gethostname()
 
     @property
     def width(self) -> int:
@@ -87,10 +85,6 @@ class LocalBlocks:
     def in_flight(self) -> list[int]:
         return [b for b, _ in self._queue]
 
-    def next_finished(self) -> tuple[int, list[Sample]]:
-        block, cases = self._queue.popleft()
-        return block, run_leased(self.session, self.store, block, self.done, cases, self.host)
-
     def stop(self, unused: Sequence[int] = ()) -> list[int]:
         self._queue.clear()
         return []
@@ -98,6 +92,21 @@ class LocalBlocks:
     def abandon(self) -> None:
         """The run ends with an error: nothing queued here has started."""
         self._queue.clear()
+
+
+class LocalBlocks(OneAtATime):
+    """Blocks run in this process, one at a time, each under its own lease."""
+
+    def __init__(
+        self, session: LabSession, store: Store, done: set[tuple[str, int]] | None = None
+    ) -> None:
+        super().__init__()
+        self.session, self.store, self.done = session, store, done
+        self.host = session.host or socket.gethostname()
+
+    def next_finished(self) -> tuple[int, list[Sample]]:
+        block, cases = self._queue.popleft()
+        return block, run_leased(self.session, self.store, block, self.done, cases, self.host)
 
     def use_plan(self, plan: Plan) -> None:
         """A bisect's plan gained an arm: here each block is given its cases, which carry

@@ -7,7 +7,9 @@ next sample and its session restores the host (unmounts, detaches, undoes its se
 before it takes another block.  An owner on this machine is also sent SIGTERM, which
 interrupts the sample it runs (the lab's interrupt path restores the machine).  The owner
 records the run `cancelled` (lifecycle.stopped_status); a run whose owner is gone is marked
-so here.  The cancel then waits until the run has ended and no host is still busy with it.
+so here; a one-box run's resume unit (`iolab ab --here`) is removed, so that no boot
+continues it.  The cancel then waits until the run has ended and no host is still busy
+with it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from iolab.errors import IolabError, LabError
+from iolab.fleet import resume_unit
 from iolab.lab import claim
 from iolab.store import leases
 from iolab.store.store import Store
@@ -41,6 +44,8 @@ def cancel(store: Store, run_id: int, *, wait_s: float, poll_s: float = 0.5) -> 
     revoked, stopped = leases.request_cancel(store, run_id, claim.this_process())
     owner = leases.run_owner(store, run_id)
     how = _stop_owner(store, run_id, owner)
+    if resume_unit.remove(run_id):  # a one-box run (`--here`): no boot continues it
+        how += f"; {resume_unit.name(run_id)} removed"
     done = Cancelled(run_id, revoked, stopped, how)
     deadline = time.monotonic() + wait_s
     while True:

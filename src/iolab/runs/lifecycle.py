@@ -35,6 +35,12 @@ CONTINUED_BY = {
 }
 
 
+class HandedOver(Exception):
+    """The run goes on in another process: a one-box kernel run's box boots the next
+    sample's kernel, and its resume unit continues the run after the boot.  The run stays
+    `running`, owned by nobody until then."""
+
+
 @dataclass(frozen=True)
 class OpenRun:
     """A run that passed preflight and is claimed in the store: ready for its blocks."""
@@ -98,26 +104,37 @@ class Checked:
 
 
 def check(
-    plan: Plan, *, kind: str = "lab", destroy_data: bool = False, here: bool = True
+    plan: Plan,
+    *,
+    kind: str = "lab",
+    destroy_data: bool = False,
+    here: bool = True,
+    boots_here: bool = False,
 ) -> Checked:
     """Everything that can refuse a new run, before any store is opened: `{src}`/`{rev}`
     outside a bisect, then the lab's preflight — unless the blocks run elsewhere
-    (`here=False`: a fleet, whose hosts each preflight the plan under their own rules)."""
+    (`here=False`: a fleet, whose hosts each preflight the plan under their own rules).
+    `boots_here`: this box boots the plan's kernels itself (`--here`)."""
     if kind != "bisect" and _names_a_commit(plan):
         raise PlanError(
             f"{plan.path or plan.name}: {{src}} and {{rev}} name a commit's work tree and sha; "
             "they have values only under `iolab bisect`"
         )
-    _runs_here(plan, here=here)
+    if boots_here and not plan.switches_kernels:
+        raise PlanError(
+            f"{plan.path or plan.name}: --here boots the plan's kernels on this box; "
+            "the plan names none (without --here its blocks run here anyway)"
+        )
+    _runs_here(plan, here=here, boots_here=boots_here)
     if here:
         preflight(plan, destroy_data=destroy_data)
     return Checked(plan, kind, destroy_data)
 
 
-def _runs_here(plan: Plan, *, here: bool) -> None:
+def _runs_here(plan: Plan, *, here: bool, boots_here: bool = False) -> None:
     """Refuse, before anything is touched: a plan naming a target no lab here can make
-    (`requires:`, exit 3), and one naming kernels when its blocks would run in this process
-    (exit 2: it needs a fleet whose workers boot them, docs/kernels.md)."""
+    (`requires:`, exit 3), one naming kernels when its blocks would run in this process
+    (exit 2: it needs a fleet whose workers boot them, or `--here`, docs/kernels.md)."""
     # on a fleet, the hosts' `provides` may meet what no lab here can (iolab.fleet.eligible)
     why = plan.unmeetable() if here else None
     if why is not None:
@@ -126,7 +143,7 @@ def _runs_here(plan: Plan, *, here: bool) -> None:
     why = plan.needs_kernel_repo()
     if why is not None:
         raise PlanError(f"{plan.path or plan.name}: {why}")
-    why = plan.needs_worker() if here else None
+    why = plan.needs_worker() if here and not boots_here else None
     if why is not None:
         raise PlanError(f"{plan.path or plan.name}: {why}")
 
@@ -154,6 +171,7 @@ def reopen(
     here: bool = True,
     template_sha256: str | None = None,
     derive: Callable[[Plan], Plan] | None = None,
+    boots_here: bool = False,
 ) -> OpenRun:
     """Run `run_id` again with its own plan and seed, after the same preflight as a new run.
 
@@ -180,7 +198,7 @@ def reopen(
     if wanted and plan.sha256 != wanted:
         raise PlanError(f"{info.plan_path} changed since run {run_id} started; cannot resume it")
     plan = derive(plan) if derive is not None else plan
-    _runs_here(plan, here=here)
+    _runs_here(plan, here=here, boots_here=boots_here)
     lab_claim.claim(store, run_id)  # atomic in the run's own store; refused while alive
     if here:
         preflight(plan, destroy_data=destroy_data)
@@ -191,7 +209,7 @@ def reopen(
 class Ending:
     """How the run ends; the body of `running` sets `status` when it completes."""
 
-    status: str = "failed"  # finished | interrupted | cancelled | failed
+    status: str = "failed"  # finished | interrupted | cancelled | failed | running (handed over)
 
 
 def stopped_status(store: Store, run_id: int) -> str:
@@ -216,6 +234,9 @@ def running(run: OpenRun) -> Iterator[Ending]:
     try:
         with interrupts_raise():
             yield ending
+    except HandedOver:
+        ending.status = "running"  # whoever continues it claims it again
+        raise
     except KeyboardInterrupt:
         ending.status = stopped_status(run.store, run.run_id)
         with contextlib.suppress(IolabError):
