@@ -18,7 +18,9 @@ import pytest
 from iolab.lab import settings
 from iolab.store import open_store
 
-pytestmark = pytest.mark.lab
+# a host-wide sysctl, read before and after each test: these tests take turns on one
+# pytest-xdist worker (`make test` runs the host tests in parallel, docs/testing.md)
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("host-sysctl")]
 
 PAIR = (Path("/proc/sys/vm/dirty_bytes"), Path("/proc/sys/vm/dirty_ratio"))
 
