@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from guest_fixtures import KERNEL_A, guest_image
+from guest_fixtures import KERNEL_A, guest_image, no_leftovers
 from iolab.guest import run
-from test_guest_boot import _no_leftovers
 
 # TCG on a shared 2-core host: minutes, more than the suite's default 600 s under load
 # 5-8 minutes of one boot: past the QEMU tests' share of `make test`, so it runs when asked
@@ -123,4 +122,4 @@ def test_seed_plans_quick_profiles_in_a_guest() -> None:
     assert "path0" in mp and "path1" in mp
     assert "write.bw_bytes" in mp
     assert line("left=") == "left=0 0 0", out
-    _no_leftovers()
+    no_leftovers()
