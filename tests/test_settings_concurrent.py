@@ -126,3 +126,13 @@ def test_kill_9_holder_then_cleanup_restores_the_original(
     )
     assert done.returncode == 0, done.stderr
     assert pair() == before
+
+
+def test_these_tests_take_turns_under_make_tests_workers(request: pytest.FixtureRequest) -> None:
+    """The tests of this file and of test_lab_run.py read the machine's sysctls before and
+    after: under `make test`'s pytest-xdist workers (`--dist loadgroup`) they run one at a
+    time only if their group reached the scheduler, which reads it from the node id (a pytest
+    that drops it spreads the group over both workers)."""
+    if request.config.getoption("dist", "no") != "loadgroup":
+        pytest.skip("not under pytest-xdist --dist loadgroup")
+    assert request.node.nodeid.endswith("@host-sysctl"), request.node.nodeid
