@@ -133,6 +133,6 @@ def test_these_tests_take_turns_under_make_tests_workers(request: pytest.Fixture
     after: under `make test`'s pytest-xdist workers (`--dist loadgroup`) they run one at a
     time only if their group reached the scheduler, which reads it from the node id (a pytest
     that drops it spreads the group over both workers)."""
-    if request.config.getoption("dist", "no") != "loadgroup":
+    if not getattr(request.config.option, "loadgroup", False):  # set in pytest-xdist workers
         pytest.skip("not under pytest-xdist --dist loadgroup")
     assert request.node.nodeid.endswith("@host-sysctl"), request.node.nodeid
