@@ -13,6 +13,7 @@ would still be there.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -29,6 +30,7 @@ PG_BIN = (
     else Path("/nonexistent")
 )
 HEARTBEAT_S = "1"
+SUBNET_LOCK = Path("/run/lock/iolab-test-fleet-subnets.lock")
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -111,6 +113,14 @@ class Fleet:
         return fleet
 
     def _namespaces(self, n: int) -> None:
+        # the check for a free subnet and the address that takes it, under one lock: the
+        # fleets of parallel test processes (pytest-xdist workers) never pick the same one
+        SUBNET_LOCK.parent.mkdir(parents=True, exist_ok=True)
+        with SUBNET_LOCK.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._namespaces_locked(n)
+
+    def _namespaces_locked(self, n: int) -> None:
         subnet = 10 + (os.getpid() % 50) * 4
         for i in range(n):
             while not _subnet_free(subnet):

@@ -1,8 +1,10 @@
 """Shared by the QEMU guest tests: the cached image (built here if this machine has none), and
-the kernel A/B plan with the checks of its samples (on a fleet guest and on one box)."""
+the kernel A/B plan with the checks of its samples (on a fleet guest and on one box), and the
+check that a test left no guest behind."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections import Counter
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from iolab.guest import image, recipe
+from iolab.procs import process_stats
 
 KERNEL_A = recipe.DEFAULT_KERNELS[1]  # 6.1.0-50
 KERNEL_B = recipe.DEFAULT_KERNELS[0]  # 6.1.0-47
@@ -86,3 +89,17 @@ def check_paired_orders(samples: list[dict[str, Any]]) -> None:
         for b in (1, 2)
     }
     assert order[2] == order[1][::-1], order
+
+
+def no_leftovers() -> None:
+    """No work directory and no QEMU of this process left.  Only this process's directories
+    (each names its owner) and children count: another suite's guest may be running, and a
+    killed run's directory is swept by the next (test_guest_sweep)."""
+    ours = [
+        d
+        for d in Path("/var/tmp").glob("iolab-guest-run-*")
+        if (d / "owner").read_text().split()[:1] == [str(os.getpid())]  # "pid start"
+    ]
+    assert not ours
+    mine = [p for p in process_stats() if p.comm.startswith("qemu-system")]
+    assert not [p for p in mine if p.ppid == os.getpid()]

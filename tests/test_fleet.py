@@ -28,6 +28,9 @@ from iolab.store.leases import Attempt
 pytestmark = [
     pytest.mark.lab,
     pytest.mark.postgres,
+    # one fleet at a time (namespaces, a PostgreSQL cluster, redis, three workers): the fleet
+    # modules take turns on one pytest-xdist worker, as they did when the suite ran serially
+    pytest.mark.xdist_group("fleet"),
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("redis-server") is None or shutil.which("ip") is None,
         reason="needs root, redis-server and iproute2",
@@ -167,7 +170,7 @@ def new_run(fleet: Fleet, known: set[int]) -> int:
         found[:] = [r.id for r in _runs(fleet) if r.id not in known and r.status == "running"]
         return bool(found)
 
-    wait_for(started, 30, "the run")
+    wait_for(started, 120, "the run")  # a controller starting on a loaded machine
     return found[-1]
 
 
@@ -324,7 +327,7 @@ def test_worker_killed_mid_block(hosts: Fleet, tmp_path: Path) -> None:
     plan = write_plan(tmp_path, runtime="2", repeat=6)
     ctl = controller(hosts, "run", str(plan), "--fleet", "lab", "--hosts", "3", "-q")
     wait_for(
-        lambda: any(r.kind == "lab" and r.status == "running" for r in _runs(hosts)), 30, "the run"
+        lambda: any(r.kind == "lab" and r.status == "running" for r in _runs(hosts)), 120, "the run"
     )
     run_id = newest_run(hosts)
     wait_for(lambda: running_on(hosts, run_id), 60, "a block running")

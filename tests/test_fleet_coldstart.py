@@ -28,6 +28,9 @@ from iolab.store.revision import known_heads
 pytestmark = [
     pytest.mark.lab,
     pytest.mark.postgres,
+    # one fleet at a time (namespaces, a PostgreSQL cluster, redis, three workers): the fleet
+    # modules take turns on one pytest-xdist worker, as they did when the suite ran serially
+    pytest.mark.xdist_group("fleet"),
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("redis-server") is None or shutil.which("ip") is None,
         reason="needs root, redis-server and iproute2",

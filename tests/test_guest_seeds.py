@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from guest_fixtures import KERNEL_A, guest_image
+from guest_fixtures import KERNEL_A, guest_image, no_leftovers
 from iolab.guest import run
-from test_guest_boot import _no_leftovers
 
 # TCG on a shared 2-core host: minutes, more than the suite's default 600 s under load
 # 5-8 minutes of one boot: past the QEMU tests' share of `make test`, so it runs when asked
@@ -123,7 +122,7 @@ def test_seed_plans_quick_profiles_in_a_guest() -> None:
     assert "path0" in mp and "path1" in mp
     assert "write.bw_bytes" in mp
     assert line("left=") == "left=0 0 0", out
-    _no_leftovers()
+    no_leftovers()
 
 
 THREADS = Path(__file__).resolve().parent / "data" / "threads" / "archived"
@@ -179,7 +178,7 @@ def _drafted_quick_in_a_guest(thread: str, timeout_s: int) -> list[list[object]]
 
     assert line("rc=") == "rc=0", out
     assert line("left=") == "left=0 0 0", out
-    _no_leftovers()
+    no_leftovers()
     rows: list[list[object]] = json.loads(line("ROWS ")[5:])
     return rows
 

@@ -1,30 +1,39 @@
-"""md, dm-multipath and null_blk targets for real, in a QEMU guest whose kernel has them.
+"""Real Debian kernels in QEMU (TCG): boot one, kexec into another, and there build md,
+dm-multipath and null_blk targets for real.
 
-One boot runs every scenario (TCG boots are the expensive part):
+TCG boots are the expensive part, so one guest run serves both tests: its first boot (KERNEL_B)
+records its boot id and kexecs into KERNEL_A, where the script runs every scenario:
 
 * a foreign md RAID1 and a foreign dm-linear map are made first, by the script, not iolab;
 * a plan naming a member of the foreign array is refused (exit 3) and touches nothing;
 * one plan whose variants are a null_blk device, an md RAID5 (initial resync waited for,
   stripe_cache_size set) and a dm-multipath map over 2 paths (a path failed and restored
-  during the workload) is run with real fio: every sample ok, each with its layers' evidence;
+  during the workload) is run with real fio: every sample ok, each with its layers' evidence,
+  its provenance naming the kernel kexec'd into;
 * the same three kinds under a run killed with -9 mid-sample (all three built, fio running),
   then `iolab cleanup`: no array, map, null_blk device, loop device or mount of iolab's is
   left, and the foreign array and map are exactly as they were.
+
+These check mechanisms only; TCG timings mean nothing.  The run boots a throw-away qcow2
+overlay over the cached image, and QEMU is killed and its files removed even on failure
+(guest.run.run_script's `finally`; checked by `no_leftovers`).
 """
 
 from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from guest_fixtures import KERNEL_A, guest_image
+from guest_fixtures import KERNEL_A, KERNEL_B, guest_image, no_leftovers
 from iolab.guest import run
-from test_guest_boot import _no_leftovers
 
-# TCG on a shared 2-core host: minutes, more than the suite's default 600 s under load
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1000)]
+# TCG on a shared 2-core host: minutes, more than the suite's default 600 s under load (the
+# first test to ask for the guest run waits for all of it)
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1300)]
 
 RAW_FIO = """\
     fio: |
@@ -86,6 +95,24 @@ workload: {dd: "dd if=/dev/zero of={dev} bs=1M count=1 oflag=direct"}
 kpis: [elapsed_s]
 """
 
+# the first boot kexecs (its script ends there, $IOLAB_STAY keeps the guest up); the second
+# prints what the kexec test reads, then runs the scenarios, and ends with its own status
+KEXEC = """\
+state=/var/lib/iolab-test
+if [ ! -e $state/first ]; then
+  mkdir -p $state
+  cat /proc/sys/kernel/random/boot_id > $state/first
+  kexec -l /boot/vmlinuz-@K@ --initrd=/boot/initrd.img-@K@ --reuse-cmdline
+  touch "$IOLAB_STAY"
+  systemctl kexec
+  exit 0
+fi
+uname -r
+cat /proc/cmdline
+echo "first=$(cat $state/first)"
+echo "IOLAB-EXIT-000000 0"
+""".replace("@K@", KERNEL_A)
+
 SCRIPT = r"""
 set -u
 C=/run/iolab-cmd
@@ -134,6 +161,8 @@ for s in json.load(open("/root/kinds.json")):
     stack = s["provenance"].get("stack", {})
     ev = s["provenance"].get("stack_evidence", {})
     out[s["variant"]] = {"status": s["status"], "reason": s.get("reason"), "metrics": keep,
+                         "kernel": s["provenance"].get("kernel"),
+                         "boot_id": s["provenance"].get("boot_id"),
                          "stack": {k: stack.get(k) for k in ("kind", "level", "resync",
                                    "resync_waited_s", "selector", "md_in_force",
                                    "member_queue", "attributes")},
@@ -163,22 +192,56 @@ after="$(foreign)"
 [ "$before" = "$after" ] && echo "foreign-same=yes" || echo "foreign-same=no: $after"
 mdadm --detail /dev/md/foreign | grep -E 'State :' | tr -s ' '
 step end
+exit 7
 """
 
 
-def test_stack_kinds_evidence_kill_and_foreign_in_one_boot() -> None:
-    img = guest_image()
+@pytest.fixture(scope="module")
+def guest() -> Iterator[run.GuestRun]:
+    """The one guest run of this module: KERNEL_B, kexec into KERNEL_A, the scenarios."""
     files = {
         "kinds.yaml": KINDS.encode(),
         "kill.yaml": KILL.encode(),
         "member.yaml": MEMBER.encode(),
     }
-    result = run.run_script(
-        img, KERNEL_A, textwrap.dedent(SCRIPT), files=files, timeout_s=900, memory_mib=1536
+    script = KEXEC + textwrap.dedent(SCRIPT)
+    yield run.run_script(
+        guest_image(), KERNEL_B, script, files=files, timeout_s=1100, memory_mib=1536
     )
-    out = result.boots[-1].output
+
+
+def kinds_of(out: str) -> dict[str, Any]:
+    found = [x for x in out.splitlines() if x.startswith("KINDS ")]
+    assert found, out
+    kinds: dict[str, Any] = json.loads(found[-1][len("KINDS ") :])
+    return kinds
+
+
+def test_kexec_into_another_packaged_kernel_and_run_iolab_there(guest: run.GuestRun) -> None:
+    """Two boots of one guest: the kernel asked for boots, records its boot id and kexecs
+    into another packaged kernel; on that one, `iolab run` stores samples whose provenance
+    names the running kernel, and the script's own exit status comes back (a look-alike
+    marker it prints is output, not the status)."""
+    assert [b.release for b in guest.boots] == [KERNEL_B, KERNEL_A]
+    first, second = guest.boots
+    assert guest.exit_status == 7, second.output
+    assert first.boot_id != second.boot_id
+    lines = second.output.splitlines()
+    assert lines[0] == KERNEL_A
+    assert "iolab.mode=run" in lines[1]  # kexec --reuse-cmdline kept the first boot's
+    assert lines[2] == f"first={first.boot_id}"
+    assert lines[3] == "IOLAB-EXIT-000000 0"
+    kinds = kinds_of(second.output)
+    assert kinds and all(s["status"] == "ok" for s in kinds.values()), kinds
+    assert {s["kernel"] for s in kinds.values()} == {KERNEL_A}
+    assert {s["boot_id"] for s in kinds.values()} == {second.boot_id}
+    no_leftovers()
+
+
+def test_stack_kinds_evidence_kill_and_foreign_in_one_boot(guest: run.GuestRun) -> None:
+    out = guest.boots[-1].output
     print(out)  # shown by pytest when an assertion fails
-    assert result.exit_status == 0, out
+    assert guest.exit_status == 7, out  # the script's last line: every step ran
     lines = out.splitlines()
 
     def line(prefix: str) -> str:
@@ -191,7 +254,7 @@ def test_stack_kinds_evidence_kill_and_foreign_in_one_boot() -> None:
     assert "already in md" in out
 
     assert line("kinds-rc=") == "kinds-rc=0", out
-    kinds = json.loads(line("KINDS ")[len("KINDS ") :])
+    kinds = kinds_of(out)
     assert set(kinds) == {"nullb", "md5", "mp"}
     for name, sample in kinds.items():
         assert sample["status"] == "ok", (name, sample)
@@ -227,4 +290,4 @@ def test_stack_kinds_evidence_kill_and_foreign_in_one_boot() -> None:
     # the foreign array and map: same UUID, level, members, state, table and map UUID
     assert line("foreign-same=") == "foreign-same=yes", out
     assert "MD_UUID=" in out and "FOREIGN-1" in out  # what foreign-same compared
-    _no_leftovers()
+    no_leftovers()

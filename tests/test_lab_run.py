@@ -20,7 +20,9 @@ from iolab.lab.commands import loop_devices_of
 from iolab.lab.settings import held_original
 from iolab.store import open_store
 
-pytestmark = pytest.mark.lab
+# a host-wide sysctl, read before and after each test: these tests take turns on one
+# pytest-xdist worker (`make test` runs the host tests in parallel, docs/testing.md)
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("host-sysctl")]
 
 SYSCTL = Path("/proc/sys/vm/dirty_expire_centisecs")
 

@@ -18,7 +18,9 @@ import pytest
 from iolab.lab import settings
 from iolab.store import open_store
 
-pytestmark = pytest.mark.lab
+# a host-wide sysctl, read before and after each test: these tests take turns on one
+# pytest-xdist worker (`make test` runs the host tests in parallel, docs/testing.md)
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("host-sysctl")]
 
 PAIR = (Path("/proc/sys/vm/dirty_bytes"), Path("/proc/sys/vm/dirty_ratio"))
 
@@ -124,3 +126,13 @@ def test_kill_9_holder_then_cleanup_restores_the_original(
     )
     assert done.returncode == 0, done.stderr
     assert pair() == before
+
+
+def test_these_tests_take_turns_under_make_tests_workers(request: pytest.FixtureRequest) -> None:
+    """The tests of this file and of test_lab_run.py read the machine's sysctls before and
+    after: under `make test`'s pytest-xdist workers (`--dist loadgroup`) they run one at a
+    time only if their group reached the scheduler, which reads it from the node id (a pytest
+    that drops it spreads the group over both workers)."""
+    if not getattr(request.config.option, "loadgroup", False):  # set in pytest-xdist workers
+        pytest.skip("not under pytest-xdist --dist loadgroup")
+    assert request.node.nodeid.endswith("@host-sysctl"), request.node.nodeid
