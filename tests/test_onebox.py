@@ -164,7 +164,7 @@ def test_a_boot_hands_the_run_to_the_unit_and_cancel_removes_it(
     assert done.returncode == 0, done.stderr
     assert f"{unit} removed" in done.stdout + done.stderr
     assert not unit_files(box, 1)
-    assert status(box, 1) == "interrupted"
+    assert status(box, 1) == "cancelled"  # `iolab cancel` of a run whose process is gone
 
 
 def test_a_run_that_needs_no_boot_ends_here_and_removes_its_unit(

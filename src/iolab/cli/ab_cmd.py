@@ -175,6 +175,7 @@ def command(
     profile = profile_of(quick, profile)
     tag_map = parse_tags(tags)
     console = Console(stderr=True, soft_wrap=True)  # progress lines stay whole in logs
+    here_source(ctx, "ab", None, here, fleet, format_name, output, destroy_data, check_only=True)
     checked = kernels = None
     if plan_path is not None:
         plan = load_plan(plan_path, profile)

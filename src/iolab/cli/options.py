@@ -342,16 +342,21 @@ def here_source(
     format_name: str,
     output: str | None,
     destroy_data: bool,
+    *,
+    check_only: bool = False,
 ) -> Any:
     """The block source of `iolab ab|bisect --here` (fleet.onebox; None without `--here`):
     its resume unit runs `iolab --db STORE COMMAND --resume RUN --here` with the same report
-    format and output file, so the run goes on after each boot as if it had never stopped."""
+    format and output file, so the run goes on after each boot as if it had never stopped.
+    `check_only`: the command line's own refusal, before anything else is checked."""
     import os
 
     if not here:
         return None
     if fleet is not None:
         raise IolabError("--here boots kernels on this box, --fleet on a fleet's hosts: not both")
+    if check_only:
+        return None
     from iolab.fleet import onebox
 
     where = store_location(ctx)
