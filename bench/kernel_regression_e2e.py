@@ -49,6 +49,8 @@ HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent / "tests"
 sys.path.insert(0, str(TESTS))
 
+from kernel_build_guest import tree_info  # noqa: E402  (bench/, this script's folder)
+
 from fleet_env import Fleet  # noqa: E402
 from lkp_mail import fsmark_mail  # noqa: E402
 
@@ -95,18 +97,6 @@ def iolab(
         argv, env=env, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout, check=False
     )
     return subprocess.CompletedProcess(argv, proc.returncode, proc.stdout, "")
-
-
-def tree_info() -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, str(HERE / "kernel_tree.py"), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        sys.exit(out.stderr.strip() or "kernel_tree.py failed")
-    return dict(json.loads(out.stdout))
 
 
 def subject(tree: str, sha: str) -> str:
