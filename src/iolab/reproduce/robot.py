@@ -94,6 +94,16 @@ def nr_jobs(nr_task: str, machine: str | None) -> tuple[int, str]:
     return int(text), f"nr_task: {text}"
 
 
+def plain_parameters(parameters: Mapping[str, str], keys: tuple[str, ...]) -> dict[str, str]:
+    """The robot's parameters as text, those of `keys` checked to be one plain token each:
+    their values go into a fio job file, never as an option of their own."""
+    p = {k: str(v) for k, v in parameters.items()}
+    for key in keys:
+        if key in p and not _TOKEN.fullmatch(p[key]):
+            raise IolabError(f"robot parameter {key} {p[key]!r}: not a plain value")
+    return p
+
+
 def fio_basic_plan(
     parameters: Mapping[str, str],
     *,
@@ -111,11 +121,7 @@ def fio_basic_plan(
     become two kernel variants by commit (`kernel: {commit: SHA}`), its subjects beside them."""
     from iolab.reproduce.draft import Draft, Ref, fit, seconds
 
-    p = {k: str(v) for k, v in parameters.items()}
-    for key in _FIO_KEYS:
-        if key in p and not _TOKEN.fullmatch(p[key]):
-            # values go into a fio job file: one plain token each, never an option of its own
-            raise IolabError(f"robot parameter {key} {p[key]!r}: not a plain value")
+    p = plain_parameters(parameters, _FIO_KEYS)
     if p.get("testcase", "fio-basic") != "fio-basic":
         raise IolabError(f"testcase {p['testcase']!r}: only fio-basic reports map to a fio plan")
     fs = p.get("fs")

@@ -16,15 +16,20 @@ journal's commits are the evidence (`monitors: [jbd2]`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from iolab.errors import IolabError
 from iolab.model.comparison import RobotMail
-from iolab.reproduce.robot import FILESYSTEMS, RobotPlan, finish, nr_jobs, to_bytes
+from iolab.reproduce.robot import (
+    FILESYSTEMS,
+    RobotPlan,
+    finish,
+    nr_jobs,
+    plain_parameters,
+    to_bytes,
+)
 
 _KEYS = ("fs", "filesize", "test_size", "nr_threads", "sync_method", "iterations")
-_TOKEN = re.compile(r"[A-Za-z0-9_.%:+-]{1,64}")
 _BUFFER = 16 << 10  # fs_mark's write buffer
 _SYNC = {"fsyncBeforeClose": True, "NoSync": False}
 
@@ -41,10 +46,7 @@ def fsmark_plan(
     """The plan of an LKP fsmark parameter set, drafted and rendered as fio-basic's is."""
     from iolab.reproduce.draft import IMAGE_MAX, Draft, Ref, fit
 
-    p = {k: str(v) for k, v in parameters.items()}
-    for key in _KEYS:
-        if key in p and not _TOKEN.fullmatch(p[key]):
-            raise IolabError(f"robot parameter {key} {p[key]!r}: not a plain value")
+    p = plain_parameters(parameters, _KEYS)
     fs = p.get("fs")
     if fs not in FILESYSTEMS:
         raise IolabError(
