@@ -95,6 +95,36 @@ def test_ext4_iops_thread_is_refused_here_for_its_cloud_volume(tmp_path: Path) -
     assert "cloud-volume" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.lab
+def test_ext4_iops_thread_runs_quick_here_once_its_requirements_are_removed(
+    tmp_path: Path,
+) -> None:
+    """The drafted measurement itself runs on this host's fio and ext4 when its `requires:`
+    (the reporter's arm64 cloud volume) is removed knowingly, as the plan says one may: the
+    pre-pass, then the 16 jobs on one file with an fsync per write, with the thread's
+    evidence (jbd2, the writepages histogram) beside the KPI."""
+    import json
+
+    _, _, path, done = drafted(tmp_path, "ext4-iops-regression")
+    text = done.plan_text
+    start = text.index("requires:\n")
+    end = text.index("\nfilesystem:", start)
+    Path(path).write_text(text[:start] + text[end + 1 :])
+    ran = iolab(tmp_path, "run", "--quick", "-q", path)
+    assert ran.exit_code == 0, ran.output
+    assert "0 failed" in ran.output
+    shown = iolab(tmp_path, "results", "--run", "1", "--format", "json")
+    samples = json.loads(shown.output)
+    assert len(samples) == 3 and all(s["status"] == "ok" for s in samples)
+    for s in samples:
+        m = s["metrics"]
+        assert m["write.iops"] > 0
+        # fsync=1: one per write (a job stopped by its runtime may end between the two)
+        assert m["sync.total_ios"] >= 0.95 * m["write.total_ios"] > 0
+        assert m["jbd2.transactions"] > 0  # the journal's commits, as the thread read them
+        assert "hist.ext4_writepages_pages.mean" in m, sorted(m)  # pages per writepages call
+
+
 def test_nodelalloc_thread(tmp_path: Path) -> None:
     plan, quick, _, done = drafted(tmp_path, "nodelalloc-writeback")
     case = plan.cases[0]

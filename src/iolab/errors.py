@@ -46,6 +46,11 @@ class IngestError(IolabError):
         return (type(self), (self.source, self.reason))
 
 
+class NoIOError(IngestError):
+    """A result in which no job did any I/O: a failure of a measurement, but what a
+    preparation step such as fio's `create_only=1` pre-pass does by design."""
+
+
 class PlanError(IolabError):
     """An invalid plan file; the message points at the key and its line."""
 

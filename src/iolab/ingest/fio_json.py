@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from iolab.errors import IngestError
+from iolab.errors import IngestError, NoIOError
 from iolab.ingest.aggregate import aggregate_jobs
 from iolab.ingest.numbers import parse_version, tool_version
 from iolab.model.metrics import FIO_DISK_COUNTERS, percentile_name
@@ -196,7 +196,7 @@ def _result(doc: dict[str, Any], source: str) -> Result:
     ambiguous = _ambiguous_hosts(entries)
     jobs = [_job(entry, source, units, ambiguous) for entry in entries]
     if not any(has_io(job) for job in jobs):
-        raise IngestError(source, "fio JSON in which no job did any I/O (did the jobs start?)")
+        raise NoIOError(source, "fio JSON in which no job did any I/O (did the jobs start?)")
     metrics, histograms = aggregate_jobs(jobs)
     metrics.update(_disk_metrics(doc.get("disk_util"), _ambiguous_hosts(doc.get("disk_util"))))
     has_bins = any(job.histograms for job in jobs)

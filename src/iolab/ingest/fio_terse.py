@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from iolab.errors import IngestError
+from iolab.errors import IngestError, NoIOError
 from iolab.ingest.aggregate import aggregate_jobs
 from iolab.ingest.fio_json import has_io, job_error
 from iolab.ingest.numbers import parse_float, parse_percent, tool_version
@@ -214,7 +214,7 @@ def _result(run: list[_Line], source: str) -> Result:
                 source, f"fio terse line of job '{line.name}' has a malformed number"
             ) from None
     if not any(has_io(job) for job in jobs):
-        raise IngestError(source, "fio terse output in which no job did any I/O")
+        raise NoIOError(source, "fio terse output in which no job did any I/O")
     metrics, histograms = aggregate_jobs(jobs)
     for disk, values in run[-1].disks.items():
         try:

@@ -353,6 +353,7 @@ class LabSession:
                 name=step,
                 timeout_s=case.timeout_s,
                 cpus=case.cpus,
+                measured=False,
             )
             if not run.ok:
                 raise LabError(f"{step} step failed: {run.failure}")

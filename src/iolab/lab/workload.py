@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iolab.errors import IngestError
+from iolab.errors import IngestError, NoIOError
 from iolab.lab import commands
 from iolab.lab.journal import Journal
 from iolab.model.result import Result
@@ -46,10 +46,11 @@ class Execution:
     stdout: str = ""
     stderr: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+    ran_without_io: bool = False  # a step not measured that did no I/O, as it may
 
     @property
     def ok(self) -> bool:
-        return self.failure is None and self.result is not None
+        return self.failure is None and (self.result is not None or self.ran_without_io)
 
 
 def _die_with_parent() -> None:
@@ -142,8 +143,11 @@ def execute(
     name: str = "workload",
     timeout_s: float = 3600.0,
     cpus: tuple[int, ...] | None = None,
+    measured: bool = True,
 ) -> Execution:
-    """Run a rendered workload (placeholders filled) and read its result."""
+    """Run a rendered workload (placeholders filled) and read its result.  A step that is
+    not `measured` (a fill or warm-up) may do no I/O — fio's `create_only=1` pre-pass lays
+    files out and reads nothing — so only its exit status and fio's job errors fail it."""
     if workload.kind == "fio":
         job = workdir / f"{name}.fio"
         job.write_text(workload.fio_text or "")
@@ -165,6 +169,11 @@ def execute(
         return execution
     try:
         execution.result = _read_result(workload, workdir, name, stdout, stderr)
+    except NoIOError as exc:
+        if measured:
+            execution.failure = exc.reason
+        else:
+            execution.ran_without_io = True
     except IngestError as exc:
         execution.failure = exc.reason
     if code != 0:
