@@ -175,15 +175,6 @@ _INTERNAL = re.compile(
     r"seed threads?|\bexample \([a-z]\)|other sessions|\bstop \d+\b",
     re.IGNORECASE,
 )
-# Occurrences already there when this check was written, in measurement notes being redone;
-# allowed (not required) until they are: (page, the word).
-_KNOWN = {
-    ("compare.md", "other sessions"),
-    ("compare.md", "farm-bench"),
-    ("kernels.md", "other sessions"),
-    ("reproduce.md", "other sessions"),
-    ("testing.md", "duplicate checker"),
-}
 
 
 def test_the_docs_use_no_internal_words() -> None:
@@ -192,7 +183,7 @@ def test_the_docs_use_no_internal_words() -> None:
         for page in PAGES
         for match in _INTERNAL.finditer(page.read_text())
     }
-    assert found - _KNOWN == set()
+    assert found == set()
 
 
 def test_every_command_is_in_the_table_of_docs_cli_and_in_readmes_root_paragraph() -> None:
