@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.fleet import resume_unit
+from iolab.runs import resume_unit
 from iolab.store import leases, open_store
 
 pytestmark = pytest.mark.lab

@@ -17,7 +17,8 @@ from iolab.errors import IolabError
 from iolab.ingest.comparisons import find_comparisons
 from iolab.model.comparison import RobotMail
 from iolab.plan import load_plan
-from iolab.reproduce.robot import fio_basic_plan, nr_jobs, robot_plans
+from iolab.reproduce.robot import fio_basic_plan, nr_jobs
+from iolab.reproduce.robot_tables import robot_plans
 from store_backends import BACKENDS, location_for
 
 DATA = Path(__file__).parent / "data"

@@ -376,7 +376,7 @@ def here_source(
 def say_handed_over(what: str, run_id: int, why: str) -> None:
     """The line a `--here` run ends this process with: the box boots the next kernel, and
     the resume unit goes on with run `run_id` after the boot."""
-    from iolab.fleet import resume_unit
+    from iolab.runs import resume_unit
 
     click.echo(resume_unit.continues(run_id, f"{what} {run_id}: {why}"), err=True)
 

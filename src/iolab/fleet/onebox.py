@@ -17,7 +17,7 @@ machine.  What the controller does on a fleet is done here at the start of each 
 
 When a sample needs a boot, the attempt is `booting`, the boot is started and this process
 ends (`BootStarted`): the run stays `running` with no owner, and `iolab-resume-RUN.service`
-(`iolab.fleet.resume_unit`) continues it after the boot.
+(`iolab.runs.resume_unit`) continues it after the boot.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from iolab.errors import IolabError, LabError, RefusedError
-from iolab.fleet import kernel_blocks, resume_unit
+from iolab.fleet import kernel_blocks
 from iolab.fleet.config import HostConfig
 from iolab.fleet.job import Job
 from iolab.fleet.sinks import LeaseGone
@@ -41,6 +41,7 @@ from iolab.kernels import boot
 from iolab.lab.runner import SampleFailed
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
+from iolab.runs import resume_unit
 from iolab.runs.blocks import OneAtATime
 from iolab.runs.lifecycle import HandedOver
 from iolab.store import leases

@@ -13,7 +13,7 @@ governor become stated requirements), and points every choice at the parameter i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,42 +234,3 @@ def _describe(p: Mapping[str, str], jobs: int) -> str:
     keys = ("fs", "rw", "bs", "ioengine")
     parts = [f"{k}={p[k]}" for k in keys if k in p]
     return f"LKP fio-basic {' '.join(parts)} numjobs={jobs}"
-
-
-def robot_plans(tables: Sequence[Comparison], target_size: int = 1 << 30) -> list[RobotPlan]:
-    """One plan per fio-basic parameter set of a robot mail's tables (`iolab reproduce`).
-
-    A set is a table whose dimension header says `testcase: fio-basic`, or, for a mail
-    without dimension headers, the robot's own `parameters:` when its testcase is fio-basic."""
-    plans: list[RobotPlan] = []
-    seen: set[tuple[tuple[str, str], ...]] = set()
-    for t in tables:
-        robot = t.robot
-        if robot is None:
-            continue
-        params = dict(t.dimensions)
-        from_dimensions = bool(params)
-        if not params and robot.testcase in MAPPED:
-            params = dict(robot.parameters)
-        testcase = params.get("testcase", robot.testcase)
-        if testcase not in MAPPED or not params:
-            continue
-        key = tuple(sorted(params.items()))
-        if key in seen:
-            continue
-        seen.add(key)
-        head = next((h for h in robot.headlines if h.testcase == testcase), None)
-        make = fio_basic_plan
-        if testcase == "fsmark":
-            from iolab.reproduce.robot_fsmark import fsmark_plan as make
-        plan = make(
-            params,
-            name=f"lkp-{testcase}-{len(plans) + 1}" if plans else f"lkp-{testcase}",
-            machine=(head.machine if head else None) or robot.machine,
-            robot=robot,
-            metric=head.metric if head else None,
-            target_size=target_size,
-        )
-        plan.parameters, plan.table, plan.from_dimensions = params, t, from_dimensions
-        plans.append(plan)
-    return plans

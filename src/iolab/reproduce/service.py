@@ -39,8 +39,8 @@ def robot_reproduction(text: str, source: str) -> Reproduction | None:
     """A 0-day/LKP fio-basic report: the plan its first parameter set implies (the others
     are named in the notes, since one plan measures one job), None for any other mail."""
     from iolab.ingest.comparisons import find_comparisons, table_lines
-    from iolab.reproduce.robot import robot_plans
     from iolab.reproduce.robot_lines import used_lines
+    from iolab.reproduce.robot_tables import robot_plans
 
     try:
         plans = robot_plans(find_comparisons(text, source))

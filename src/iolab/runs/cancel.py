@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 
 from iolab.errors import IolabError, LabError
-from iolab.fleet import resume_unit
 from iolab.lab import claim
+from iolab.runs import resume_unit
 from iolab.store import leases
 from iolab.store.store import Store
 
