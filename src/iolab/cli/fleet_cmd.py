@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from iolab.cli.options import output_option, store_location, to_output
+from iolab.cli.options import format_option, output_option, store_location, to_output
 from iolab.errors import IolabError
 from iolab.textsafe import shown
 
@@ -29,20 +29,13 @@ def command() -> None:
 
 
 @command.command("status")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A table, or one JSON object.",
-)
+@format_option(["table", "json"], "table", "A table, or one JSON object.")
 @output_option
 @click.option(
     "--broker", default=None, metavar="URL", help="Also show queue lengths (default $IOLAB_BROKER)."
 )
 @click.pass_context
-def status(ctx: click.Context, fmt: str, output: str | None, broker: str | None) -> None:
+def status(ctx: click.Context, format_name: str, output: str | None, broker: str | None) -> None:
     """Each host's class, heartbeat age, iolab version, kernel, boot id, current job and
     state; queues; blocks in flight.
 
@@ -62,11 +55,11 @@ def status(ctx: click.Context, fmt: str, output: str | None, broker: str | None)
         service.require_server_store(store)
         found = fleet_status.gather(store, broker)
     with to_output(output):
-        _show(found, fmt)
+        _show(found, format_name)
 
 
-def _show(found: FleetStatus, fmt: str) -> None:
-    if fmt == "json":
+def _show(found: FleetStatus, format_name: str) -> None:
+    if format_name == "json":
         click.echo(json.dumps(found.to_json(), indent=2, sort_keys=True))
         return
     table = Table(box=None)

@@ -6,20 +6,13 @@ import json
 
 import click
 
-from iolab.cli.options import Duration, output_option, store_location, to_output
+from iolab.cli.options import Duration, format_option, output_option, store_location, to_output
 from iolab.textsafe import shown
 
 
 @click.command("watch")
 @click.argument("run_id", metavar="RUN", type=int)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="A line per change, or a JSON object per line.",
-)
+@format_option(["text", "json"], "text", "A line per change, or a JSON object per line.")
 @output_option
 @click.option(
     "--interval",
@@ -30,7 +23,9 @@ from iolab.textsafe import shown
     help="How often the store is read (250ms, 1s, 5s).",
 )
 @click.pass_context
-def command(ctx: click.Context, run_id: int, fmt: str, output: str | None, interval: float) -> None:
+def command(
+    ctx: click.Context, run_id: int, format_name: str, output: str | None, interval: float
+) -> None:
     """Follow run RUN (local, fleet, A/B or bisect) until it ends: samples stored, blocks
     queued, running (and where) and done, one line each time it changes.
 
@@ -44,7 +39,7 @@ def command(ctx: click.Context, run_id: int, fmt: str, output: str | None, inter
 
     with open_store(store_location(ctx), must_exist=True) as store, to_output(output):
         for progress in follow(store, run_id, poll_s=max(interval, 0.1)):
-            if fmt == "json":
+            if format_name == "json":
                 click.echo(json.dumps(progress.to_json(), sort_keys=True))
             else:
                 click.echo(shown(progress.line()))
