@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import statistics
 import subprocess
@@ -222,6 +223,7 @@ def main() -> int:
     parser.add_argument("--bisect-time", default="45m")
     parser.add_argument("--bisect-blocks", type=int, default=8)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--logs", type=Path, help="keep the guest's console log here")
     args = parser.parse_args()
     # SIGTERM ends the bench as Ctrl-C does: through the teardown (guest, PostgreSQL, Redis)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -373,6 +375,10 @@ def main() -> int:
                           and not last.get("culprit"), "the entry records no culprit")  # fmt: skip
     finally:
         with step("teardown"):
+            if args.logs is not None:  # the guest's console: the boots, as the kernel saw them
+                args.logs.mkdir(parents=True, exist_ok=True)
+                for console in (work / "guests").glob("*/console.log"):
+                    shutil.copy(console, args.logs / f"{console.parent.name}.console.log")
             if guest:
                 down = iolab(env, "guest", "down", name, timeout=300)
                 check(down.returncode == 0, f"guest {name} down")

@@ -92,3 +92,20 @@ def test_the_worker_undoes_a_killed_processs_changes_in_its_own_process(
     undo_leftovers()
     assert not made.exists()
     assert "cleanup" not in default_command("g1", "c")  # the guest starts the worker only
+
+
+def test_the_boot_is_fired_by_a_shell_in_order_and_stops_at_a_failure(tmp_path: Path) -> None:
+    """`switch.fire` runs the boot commands in a session of its own (no systemd here), one
+    after the other, each word as given (no shell reads a placeholder's value), and none
+    after one that failed."""
+    from iolab.kernels import switch
+
+    odd = tmp_path / "a file; with $(words)"
+    switch.fire([["touch", str(odd)], ["touch", str(tmp_path / "second")]], delay_s=0)
+    switch.fire([["false"], ["touch", str(tmp_path / "never")]], delay_s=0)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "second").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert odd.exists() and (tmp_path / "second").exists()
+    time.sleep(0.5)  # the failed one had as long, and more, to run its second command
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file; with $(words)", "second"]

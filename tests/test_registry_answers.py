@@ -20,10 +20,12 @@ from click.testing import CliRunner, Result
 
 from iolab.analysis.build import Options, by_report
 from iolab.analysis.select import Selector
+from iolab.builds.kernel_commits import with_releases
 from iolab.cli.main import cli
-from iolab.history.answers import record_bisect, same_commit, variant_commits
+from iolab.history.answers import record_bisect, run_commits, same_commit, variant_commits
 from iolab.history.registry import record_report
 from iolab.model.sample import Sample
+from iolab.plan.expand import plan_from_text
 from iolab.store import open_store
 from iolab.store import registry as table
 from store_backends import BACKENDS, location_for
@@ -144,6 +146,34 @@ def test_an_imported_entry_takes_the_ab_answer_linked_to_its_run(location: str) 
     for args in (("answer", "99", str(run)), ("answer", str(rid), "999")):
         refused = iolab(location, "regressions", *args)
         assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
+
+
+def test_an_ab_of_built_kernels_answers_the_entry_by_the_commits_it_built(
+    location: str,
+) -> None:
+    """`ab --kernel-repo` stores its plan with each `kernel: {commit: SHA}` turned into the
+    release built from it (`with_releases`), and the commit of each release in the run's
+    `kernel_builds`: the entry is still answered by its commits."""
+    assert iolab(location, "regressions", "import", str(MAIL)).exit_code == 0
+    template = plan_from_text(
+        "name: robot\ntarget: {size: 64M}\nfilesystem: {type: ext4}\n"
+        'workload: {fio: "[w]\\nrw=write\\nsize=1m\\n"}\nkpis: [write.iops]\n'
+        + _plan(BASE_FULL, COMMIT).split("\n", 1)[1],
+        "robot.yaml",
+    )
+    releases = {BASE_FULL: "6.1.192-iolab-343081873950", COMMIT: "6.1.192-iolab-4e159150a9a5"}
+    stored = with_releases(template, releases)
+    assert "{commit:" not in stored.text and variant_commits(stored.text) == {}
+    run = _ab_run(location, stored.text, 0.7, 2.0, blocks=8, seed=4)
+    with open_store(location) as store:
+        builds = {sha: {"ok": True, "release": rel} for sha, rel in releases.items()}
+        store.update_run_meta(run, {"kernel_builds": builds})
+        assert run_commits(store.run(run)) == {"base": BASE_FULL, "commit": COMMIT}
+    assert _finish_like_ab(location, run) == []
+    ((entry),) = _entries(location)
+    (answer,) = entry["lab"]["answers"]  # type: ignore[index]
+    assert answer["answer"] == "reproduced" and answer["run_id"] == run
+    assert entry["status"] == "confirmed"
 
 
 def test_a_bisect_over_the_range_records_its_culprit_then_regzbot_names_it(

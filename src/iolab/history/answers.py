@@ -15,8 +15,8 @@ test down against its base.  The lab answers it in two ways (docs/history.md):
   not named by commit).  Reproduced sets the entry `confirmed`; the other answers keep its
   status.  Each answer is a log line whose evidence is the run, and `details["lab"]` keeps
   them all.
-- **A bisect over the range** (`record_bisect`, for a script to call when a kernel bisect
-  ends; `iolab bisect` does not call it yet):
+- **A bisect over the range** (`record_bisect`, which `iolab bisect` calls when a bisect of
+  a git range ends):
   "found" makes the culprit the entry's `culprit` (what `--format regzbot` prints as
   `#regzbot introduced:`), "range" its `commit_range` (the robot's claim stays in
   `details["commit"]`); "no regression" and "not known" are logged and change nothing else.
@@ -25,11 +25,12 @@ test down against its base.  The lab answers it in two ways (docs/history.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from iolab.errors import IolabError
 from iolab.model.regression import Regression
+from iolab.model.sample import RunInfo
 from iolab.store import registry as table
 from iolab.store.store import Store
 
@@ -51,9 +52,13 @@ def same_commit(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-def variant_commits(plan_text: str | None) -> dict[str, str]:
+def variant_commits(
+    plan_text: str | None, built: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """variant name → the commit its kernel names (`kernel: {commit: SHA}`), from a run's
-    stored plan; variants named by their sha (a git-range bisect's) count as that sha."""
+    stored plan; variants named by their sha (a git-range bisect's) count as that sha, and a
+    variant whose kernel is a release in `built` (release → the commit built into it) counts
+    as that commit."""
     import yaml
 
     if not plan_text:
@@ -69,11 +74,29 @@ def variant_commits(plan_text: str | None) -> dict[str, str]:
     for name, body in variants.items():
         kernel = body.get("kernel") if isinstance(body, dict) else None
         commit = kernel.get("commit") if isinstance(kernel, dict) else None
+        release = kernel.get("release") if isinstance(kernel, dict) else kernel
         if isinstance(commit, str) and _SHA.fullmatch(commit.strip().lower()):
             found[str(name)] = commit.strip().lower()
+        elif built and isinstance(release, str) and release in built:
+            found[str(name)] = built[release]
         elif _SHA.fullmatch(str(name)):
             found[str(name)] = str(name)
     return found
+
+
+def run_commits(info: RunInfo) -> dict[str, str]:
+    """variant → commit of a stored run.  `ab --kernel-repo` stores its plan with each
+    `kernel: {commit: SHA}` turned into the release built from it; the run's record of its
+    builds (`kernel_builds`: commit → release) turns them back."""
+    from iolab.kernels.artifacts import META
+
+    built: dict[str, str] = {}
+    builds = info.meta.get(META)
+    if isinstance(builds, Mapping):
+        for sha, record in builds.items():
+            if isinstance(record, Mapping) and isinstance(record.get("release"), str):
+                built[str(record["release"])] = str(sha).lower()
+    return variant_commits(info.plan_text, built)
 
 
 def _imported_ends(entry: Regression) -> tuple[str, str] | None:
@@ -86,7 +109,7 @@ def _imported_ends(entry: Regression) -> tuple[str, str] | None:
 def answer_imported(store: Store, report: Report, run_id: int) -> list[tuple[int, str, str]]:
     """Answer every open or confirmed entry whose (base, commit) are two variants of the
     run (by the commits its plan names): (id, base variant, bad variant) of each answered."""
-    commits = variant_commits(store.run(run_id).plan_text)
+    commits = run_commits(store.run(run_id))
     if len(commits) < 2:
         return []
     answered = []
@@ -217,7 +240,7 @@ def answer_from_run(store: Store, regression_id: int, run_id: int) -> Regression
     entry = table.get(store, regression_id)
     info = store.run(run_id)
     variants = store.variants(run_id)
-    commits = variant_commits(info.plan_text)
+    commits = run_commits(info)
     ends = _imported_ends(entry)
     pair: tuple[str, str] | None = None
     if ends is not None:
