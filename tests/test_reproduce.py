@@ -594,8 +594,16 @@ def test_robot_fsmark_mail_reproduces_as_fio_with_kernel_variants(tmp_path: Path
     commit = "9fa202607476dcb6f62e2ec9fca8f0e60fb06f71"
     mail = tmp_path / "robot.eml"
     mail.write_text(fsmark_mail(base, "ext4/balloc: a line", commit, "ext4: journal once more"))
-    text = reproduce(mail.read_text(), str(mail)).plan_text
+    done = reproduce(mail.read_text(), str(mail))
+    text = done.plan_text
     assert "fsync_on_close=1" in text and "create_on_open=1" in text and "bs=4096" in text
+    # the account says what each fsmark parameter became; only the directory spread is out
+    used = {mail_text.split(":")[0]: why for _, mail_text, why in done.used}
+    assert "fsync_on_close" in used["sync_method"] and "numjobs" in used["nr_threads"]
+    assert "filesize" in used["filesize"] and "fsmark" in used["testcase"]
+    ignored = {mail_text.split(":")[0] for _, mail_text, _ in done.ignored}
+    assert ignored == {"nr_directories", "nr_files_per_directory"}
+    assert all("one directory" in why for _, _, why in done.ignored)
     assert "nrfiles={nrfiles}" in text and "- jbd2" in text
     path = tmp_path / "plan.yaml"
     path.write_text(text)

@@ -22,6 +22,20 @@ from iolab.model.comparison import Comparison, RobotMail
 
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
 MAPPED = ("fio-basic", "fsmark")  # the LKP testcases a plan is written for (fsmark: as fio)
+# what each fio-basic parameter becomes in the plan
+FIO_BASIC_BECOMES = {
+    "testcase": "the LKP job the plan writes (setup/fio-setup-basic)",
+    "rw": "fio rw",
+    "bs": "fio bs",
+    "ioengine": "fio ioengine",
+    "iodepth": "fio iodepth",
+    "direct": "fio direct",
+    "nr_task": "fio numjobs",
+    "test_size": "fio size (test_size / nr_task, scaled to the loop image if it does not fit)",
+    "runtime": "the plan's runtime",
+    "time_based": "fio time_based",
+    "fs": "the plan's filesystem",
+}
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _THREADS = re.compile(r"(\d+)\s+threads\b")
 _TOKEN = re.compile(r"[A-Za-z0-9_.%:+-]{1,64}")
@@ -48,6 +62,11 @@ class RobotPlan:
     parameters: dict[str, str] = field(default_factory=dict)  # the set the plan follows
     table: Comparison | None = None  # the table whose parameter set it is
     from_dimensions: bool = False  # the set is the table's dimension header (not `parameters:`)
+    testcase: str = "fio-basic"  # the LKP testcase whose parameters these are
+    # what each parameter of the testcase becomes in the plan, and why the plan leaves
+    # others out (what `iolab reproduce` lists as used and ignored: reproduce.robot_lines)
+    becomes: dict[str, str] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 def to_bytes(text: str) -> int:
@@ -179,7 +198,9 @@ def fio_basic_plan(
     if fs is None:
         draft.notes.append("robot parameters name no fs: raw device")
     fit(draft, test_size, f"robot parameter test_size: {p['test_size']}")
-    return finish(draft, notes, robot, machine)
+    plan = finish(draft, notes, robot, machine)
+    plan.becomes = dict(FIO_BASIC_BECOMES)
+    return plan
 
 
 def finish(draft: Any, notes: list[str], robot: RobotMail | None, machine: str | None) -> RobotPlan:

@@ -32,6 +32,22 @@ from iolab.reproduce.robot import (
 _KEYS = ("fs", "filesize", "test_size", "nr_threads", "sync_method", "iterations")
 _BUFFER = 16 << 10  # fs_mark's write buffer
 _SYNC = {"fsyncBeforeClose": True, "NoSync": False}
+# what each fsmark parameter becomes in the plan, and why the others are left out
+BECOMES = {
+    "testcase": "the LKP job the plan writes as fio (programs/fsmark/run)",
+    "fs": "the plan's filesystem",
+    "filesize": "fio filesize (and bs: writes of up to 16 KiB, fs_mark's buffer)",
+    "test_size": "the files per thread: test_size / filesize / nr_threads / iterations",
+    "nr_threads": "fio numjobs (fs_mark's threads, each on files of its own)",
+    "sync_method": "fio fsync_on_close (fsyncBeforeClose) or no sync (NoSync)",
+    "iterations": "the files per thread; one pass per sample here",
+}
+LEFT_OUT = {
+    "nr_directories": "fio writes each thread's files in one directory (fs_mark spreads them "
+    "over nr_directories)",
+    "nr_files_per_directory": "fio writes each thread's files in one directory (fs_mark "
+    "starts a new one after nr_files_per_directory)",
+}
 
 
 def fsmark_plan(
@@ -125,4 +141,6 @@ def fsmark_plan(
     if fs == "ext4" and sync:
         draft.monitors.append(("jbd2", Ref("robot parameter", f"sync_method: {method}")))
     fit(draft, nr_files * unit * threads, f"robot parameters test_size and filesize: {nr_files}")
-    return finish(draft, notes, robot, machine)
+    plan = finish(draft, notes, robot, machine)
+    plan.testcase, plan.becomes, plan.left_out = "fsmark", dict(BECOMES), dict(LEFT_OUT)
+    return plan

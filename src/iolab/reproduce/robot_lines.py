@@ -1,10 +1,12 @@
 """Which lines of a 0-day/LKP mail a robot plan (reproduce.robot) was made from, and which
 of its parameters the plan leaves out — what `iolab reproduce` lists as used and ignored.
 
-The plan follows one fio-basic parameter set: the dimension header of its table
-(`bs/compiler/…/testcase:` and the values line under it), or the robot's `parameters:`
-block when the mail has no dimension header.  The robot's own block is listed too when it
-is that same set (a fio-basic headline).  Besides the set: the headline that names the
+The plan follows one parameter set of its testcase (fio-basic, fsmark): the dimension
+header of its table (`bs/compiler/…/testcase:` and the values line under it), or the
+robot's `parameters:` block when the mail has no dimension header.  The robot's own block
+is listed too when it is that same set (a headline of that testcase).  What each parameter
+became, and why one was left out, is the plan module's own account (`RobotPlan.becomes`,
+`RobotPlan.left_out`).  Besides the set: the headline that names the
 metric (the plan's KPI), the commit and base lines (the kernels to compare), and the
 `testcase:` / `test machine:` facts (`nr_task: 50%` is a share of the machine's threads).
 
@@ -22,20 +24,6 @@ from iolab.reproduce.robot import RobotPlan
 
 Entry = tuple[str, str, str]  # (where, mail text, what it became / why it was left out)
 
-# what each fio-basic parameter becomes in the plan
-_BECOMES = {
-    "testcase": "the LKP job the plan writes (setup/fio-setup-basic)",
-    "rw": "fio rw",
-    "bs": "fio bs",
-    "ioengine": "fio ioengine",
-    "iodepth": "fio iodepth",
-    "direct": "fio direct",
-    "nr_task": "fio numjobs",
-    "test_size": "fio size (test_size / nr_task, scaled to the loop image if it does not fit)",
-    "runtime": "the plan's runtime",
-    "time_based": "fio time_based",
-    "fs": "the plan's filesystem",
-}
 _REQUIREMENT = ("disk", "cpufreq_governor", "ucode", "numa_mem_policy", "numa_cpu_nodes")
 # where the robot ran, not what it ran: not a choice a plan makes
 _CONTEXT = ("compiler", "kconfig", "rootfs", "tbox_group")
@@ -46,7 +34,6 @@ _COMMIT = re.compile(r"^\s*commit:\s+[0-9a-f]{7,40}\b", re.I)
 _COMMIT_HEAD = re.compile(r"^\s*commit:\s*$")
 _SIDE = re.compile(r"^\s*[0-9a-f]{7,40}\s+\(\"")
 _FACT = re.compile(r"^\s*(?:in\s+|on\s+)?(testcase|test machine):\s*(\S.*?)\s*$")
-_IMPACT = re.compile(r"^\s*\|\s*testcase: change\s*\|\s*fio-basic:")
 
 
 def used_lines(lines: list[str], offset: int, plan: RobotPlan) -> tuple[list[Entry], list[Entry]]:
@@ -62,10 +49,10 @@ def used_lines(lines: list[str], offset: int, plan: RobotPlan) -> tuple[list[Ent
         return f"line {a}" if j is None or j == i else f"lines {a}-{offset + j + 1}"
 
     robot = plan.table.robot if plan.table is not None else None
-    own_testcase = robot is not None and robot.testcase == "fio-basic"
-    # the fio-basic headline: the mail's own, or its row in the "also has significant
+    own_testcase = robot is not None and robot.testcase == plan.testcase
+    # the testcase's headline: the mail's own, or its row in the "also has significant
     # impact" box (then that box's machine is the one nr_task shares)
-    impact = None if own_testcase else _impact_row(lines, table_line)
+    impact = None if own_testcase else _impact_row(lines, table_line, plan.testcase)
     headline = _headline(lines) if impact is None else impact
     if headline is not None:
         used.append((where(headline), lines[headline].strip(), "the plan's KPI (the headline)"))
@@ -87,34 +74,40 @@ def used_lines(lines: list[str], offset: int, plan: RobotPlan) -> tuple[list[Ent
         if m is None:
             continue
         key, value = m.groups()
-        if key == "testcase" and value == "fio-basic":
-            used.append((where(i), line.strip(), _BECOMES["testcase"]))
+        if key == "testcase" and value == plan.testcase and "testcase" in plan.becomes:
+            used.append((where(i), line.strip(), plan.becomes["testcase"]))
         elif key == "test machine" and own_testcase and "%" in params.get("nr_task", ""):
             used.append((where(i), line.strip(), _SHARE))
     if own:
         head = own[0]  # the `parameters:` line itself
         used.append((where(head), lines[head].strip(), "the robot's parameter set (below)"))
         for i, key, value in lkp.parameter_lines(lines, head + 1, own[-1] + 1):
-            _param(used, ignored, where(i), f"{key}: {value}", key, params)
+            _param(used, ignored, where(i), f"{key}: {value}", key, plan)
     if plan.from_dimensions:
         dims = _dimension_lines(lines, table_line)
         if dims is not None:
             head, values = dims
             text = f"{lines[head].strip()} {lines[values].strip()}"
-            used.append((where(head, values), text, _dimension_summary(params)))
+            used.append((where(head, values), text, _dimension_summary(plan)))
             for key in sorted(params):
-                if key not in _BECOMES and key not in _REQUIREMENT and key not in _CONTEXT:
-                    ignored.append((where(values), f"{key}: {params[key]}", _NOT_MAPPED))
+                if key not in plan.becomes and key not in _REQUIREMENT and key not in _CONTEXT:
+                    ignored.append((where(values), f"{key}: {params[key]}", _left_out(plan, key)))
     return sorted(used, key=_order), sorted(ignored, key=_order)
 
 
-_NOT_MAPPED = "a fio-basic parameter iolab does not map (the plan keeps LKP's default)"
+def _left_out(plan: RobotPlan, key: str) -> str:
+    return plan.left_out.get(
+        key, f"a {plan.testcase} parameter iolab does not map (the plan keeps LKP's default)"
+    )
+
+
 _SHARE = "its thread count: nr_task's share"
 _MACHINE_CELL = re.compile(r"^\s*\|\s*test machine\s*\|")
 
 
-def _impact_row(lines: list[str], end: int) -> int | None:
-    return next((i for i, line in enumerate(lines[:end]) if _IMPACT.match(line)), None)
+def _impact_row(lines: list[str], end: int, testcase: str) -> int | None:
+    row = re.compile(rf"^\s*\|\s*testcase: change\s*\|\s*{re.escape(testcase)}:")
+    return next((i for i, line in enumerate(lines[:end]) if row.match(line)), None)
 
 
 def _impact_machine(lines: list[str], row: int) -> int | None:
@@ -130,16 +123,16 @@ def _param(
     where: str,
     text: str,
     key: str,
-    params: Mapping[str, str],
+    plan: RobotPlan,
 ) -> None:
-    if key in _BECOMES:
-        used.append((where, text, _BECOMES[key]))
+    if key in plan.becomes:
+        used.append((where, text, plan.becomes[key]))
     elif key in _REQUIREMENT:
         used.append((where, text, "stated in the plan: not reproduced here (the target's)"))
-    elif key not in params:
+    elif key not in plan.parameters:
         ignored.append((where, text, "not the parameter set this plan follows"))
     else:
-        ignored.append((where, text, _NOT_MAPPED))
+        ignored.append((where, text, _left_out(plan, key)))
 
 
 def _headline(lines: list[str]) -> int | None:
@@ -183,8 +176,9 @@ def _dimension_lines(lines: list[str], end: int) -> tuple[int, int] | None:
     return None
 
 
-def _dimension_summary(params: Mapping[str, str]) -> str:
-    fio = [k for k in params if k in _BECOMES and k != "testcase"]
+def _dimension_summary(plan: RobotPlan) -> str:
+    params = plan.parameters
+    fio = [k for k in params if k in plan.becomes and k != "testcase"]
     required = [k for k in params if k in _REQUIREMENT]
     parts = [f"the plan's parameter set: {', '.join(sorted(fio))} → the fio job and filesystem"]
     if required:
