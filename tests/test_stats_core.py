@@ -258,3 +258,25 @@ def test_runs_needed_never_promises_fewer_runs_than_the_rank_test_needs() -> Non
         n_now=3, log_sd=0.01, log_shift=0.5, margin_log=0.01, alpha=0.05, paired=True
     )
     assert extra == 3
+
+
+def test_the_change_lies_within_its_own_interval_with_many_ties() -> None:
+    """Counters that mostly tie (20 on both sides, B a few 21s more): the rank test rejects
+    at 0 while the median pairwise difference is 0; the change shown is the interval's
+    nearest end, never a figure outside its own interval."""
+    from iolab.stats.comparison import compare_metric
+    from iolab.stats.types import MetricInput
+
+    a = [20.0] * 45 + [19.0] * 5
+    b = [20.0] * 30 + [21.0] * 20
+    for ids in (None, list(range(50))):  # unpaired, then paired by block
+        mc = compare_metric(
+            MetricInput("vmstat.pswpout_pages", a, b, blocks_a=ids, blocks_b=ids),
+            alpha=0.05,
+            margin_pct=1.0,
+        )
+        assert mc.p_value <= 0.05
+        assert mc.change_pct is not None and mc.ci_low_pct is not None
+        assert mc.ci_high_pct is not None
+        assert mc.ci_low_pct <= mc.change_pct <= mc.ci_high_pct, mc
+        assert mc.change_pct > 0

@@ -244,6 +244,7 @@ def _at_level(prep: _Prepared, alpha: float, margin_pct: float, level: float) ->
     else:
         k = mwu_lower_count(prep.sizes[0], prep.sizes[1], level)
     low, high = sh.interval(prep.breakpoints, k, prep.estimate, prep.p_value <= level)
+    estimate = sh.inside(prep.estimate, low, high)
     if low is None and prep.paired:
         warnings.append(f"need >= {_min_n_ci_paired(level)} pairs to bound the change")
     elif low is None:
@@ -258,7 +259,7 @@ def _at_level(prep: _Prepared, alpha: float, margin_pct: float, level: float) ->
 
     p_value = _nan_to_one(prep.p_value)
     tost_value = None if prep.tost is None else _nan_to_one(prep.tost)
-    change, lo, hi = pct(prep.estimate), pct(low), pct(high)
+    change, lo, hi = pct(estimate), pct(low), pct(high)
     verdict = decide(
         direction=prep.direction,
         change_pct=change,
@@ -273,7 +274,7 @@ def _at_level(prep: _Prepared, alpha: float, margin_pct: float, level: float) ->
         needed = runs_needed(
             n_now=prep.n,
             log_sd=prep.sd,
-            log_shift=prep.estimate,
+            log_shift=estimate,
             margin_log=prep.bounds[1],
             alpha=alpha,
             paired=prep.paired,

@@ -164,6 +164,18 @@ def interval(
     return ranks.agree_at_zero(lo, hi, estimate, breakpoints, rejects)
 
 
+def inside(estimate: float, lo: float | None, hi: float | None) -> float:
+    """The estimate, within its interval.  With many ties the median breakpoint can be 0
+    while the rank test rejects at 0, and `agree_at_zero` moves the interval off 0: the
+    estimate is then the interval's end nearest to it, so no row shows a change outside its
+    own interval (`+0.00% [+5.00%, +5.00%]`)."""
+    if lo is not None and estimate < lo:
+        return lo
+    if hi is not None and estimate > hi:
+        return hi
+    return estimate
+
+
 def unpaired_shift(
     log_a: NDArray[np.float64],
     log_b: NDArray[np.float64],
@@ -178,7 +190,7 @@ def unpaired_shift(
     estimate = sorted_median(diffs)
     lo, hi = interval(diffs, mwu_lower_count(m, n, alpha), estimate, p_value <= alpha)
     return ShiftEstimate(
-        estimate=estimate,
+        estimate=inside(estimate, lo, hi),
         ci_low=lo,
         ci_high=hi,
         p_value=p_value,
@@ -206,7 +218,7 @@ def paired_shift(
     estimate = sorted_median(w)
     lo, hi = interval(w, signed_rank_lower_count(n, alpha), estimate, p_value <= alpha)
     return ShiftEstimate(
-        estimate=estimate,
+        estimate=inside(estimate, lo, hi),
         ci_low=lo,
         ci_high=hi,
         p_value=p_value,
