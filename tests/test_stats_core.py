@@ -275,7 +275,7 @@ def test_the_change_lies_within_its_own_interval_with_many_ties() -> None:
             alpha=0.05,
             margin_pct=1.0,
         )
-        assert mc.p_value <= 0.05
+        assert mc.p_value is not None and mc.p_value <= 0.05
         assert mc.change_pct is not None and mc.ci_low_pct is not None
         assert mc.ci_high_pct is not None
         assert mc.ci_low_pct <= mc.change_pct <= mc.ci_high_pct, mc
