@@ -225,8 +225,13 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--logs", type=Path, help="keep the guest's console log here")
     args = parser.parse_args()
+
     # SIGTERM ends the bench as Ctrl-C does: through the teardown (guest, PostgreSQL, Redis)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def stopped(*_: object) -> None:
+        FAILED.append("stopped by SIGTERM")
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, stopped)
     began = time.monotonic()
 
     with step("1. the tree and its builds (cached)"):
@@ -386,6 +391,11 @@ def main() -> int:
                 fleet.close()
                 check(not fleet.leftovers(), "nothing of the lab left")
             subprocess.run(["rm", "-rf", str(work)], check=False)
+        summary(args, began)  # on every way out: a SIGTERM too (the figures so far)
+    return 1 if FAILED else 0
+
+
+def summary(args: argparse.Namespace, began: float) -> None:
     print_switches()
     total = time.monotonic() - began
     say("steps:")
@@ -397,7 +407,6 @@ def main() -> int:
             {"tree": args.tree, "steps": TIMES, "total_s": total, "switches": SWITCHES,
              "failed": FAILED}, indent=1))  # fmt: skip
     say("FAILED: " + "; ".join(FAILED) if FAILED else "every check held")
-    return 1 if FAILED else 0
 
 
 if __name__ == "__main__":
