@@ -32,16 +32,19 @@ def fsmark_mail(
     *,
     change_pct: float = -45.3,
     message_id: str = "202611270212.e2e0a1b2-lkp@intel.com",
+    **parameters: str,
 ) -> str:
     """The robot's mail: `commit` regressed fsmark.files_per_sec by `change_pct` against
-    `base` (full shas; the mail spells them 10, 12, 16 and 27 digits as the robot does)."""
-    dims = "/".join(sorted(PARAMETERS)) + "/compiler/kconfig/rootfs/tbox_group/testcase"
-    values = "/".join(PARAMETERS[k] for k in sorted(PARAMETERS))
+    `base` (full shas; the mail spells them 10, 12, 16 and 27 digits as the robot does);
+    `parameters` replace those of PARAMETERS (`test_size="16M"`)."""
+    given = {**PARAMETERS, **parameters}
+    dims = "/".join(sorted(given)) + "/compiler/kconfig/rootfs/tbox_group/testcase"
+    values = "/".join(given[k] for k in sorted(given))
     values += "/gcc-14/x86_64-rhel-9.4/debian-13-x86_64-20250902.cgz/lkp-icl-2sp9/fsmark"
     before, after = 2210.4, 2210.4 * (1 + change_pct / 100)
     txn_before, txn_after = 4421.0, 4421.0 * 1.96
     sp = " "  # the robot's trailing blanks, kept
-    params = "\n".join(f"\t{k}: {v}" for k, v in PARAMETERS.items())
+    params = "\n".join(f"\t{k}: {v}" for k, v in given.items())
     return f"""\
 From: kernel test robot <oliver.sang@intel.com>
 Date: Fri, 27 Nov 2026 02:12:27 +0000
