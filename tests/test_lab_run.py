@@ -110,6 +110,12 @@ def iolab(
     )
 
 
+def _interruptible() -> None:
+    """Ctrl-C reaches the child even when this suite was started with SIGINT ignored (a
+    background job of a non-interactive shell, `nohup`), which a child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "iolab", *args],
@@ -117,6 +123,7 @@ def start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
     )
 
 
