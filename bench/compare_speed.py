@@ -1,6 +1,6 @@
 """`iolab compare` of 100 metrics x 50 samples per side, beside Go's benchstat and an empty Python.
 
-Usage:  .venv/bin/python bench/compare_speed.py [--runs 20] [--iolab-src OLD/src]
+Usage:  .venv/bin/python bench/compare_speed.py [--runs 20] [--iolab-src OLD/src] [--python EXE]
 
 A store gets two import runs, labels `old` and `new`, of 50 samples each; every sample holds
 the same 100 metrics (the 83 a mixed read/write fio JSON result yields, plus jbd2 and vmstat
@@ -16,6 +16,9 @@ session, interleaved round by round (a busy moment of the machine hits every com
   iolab compare (--iolab-src)          with --iolab-src OLD/src: the same command run from
                                        another checkout's sources (PYTHONPATH), so before and
                                        after share every minute of the machine's load
+  iolab compare (--python)             with --python EXE: the same command run by another
+                                       interpreter (`EXE -m iolab`), e.g. a venv made from a
+                                       source-built Python beside the distribution's
 
 The children run with bytecode caching on (PYTHONDONTWRITEBYTECODE removed from their
 environment), as a user's Python does; the warm-up round writes the cache.
@@ -175,6 +178,13 @@ def main() -> None:
         metavar="DIR",
         help="also time `iolab compare` with iolab imported from DIR (another checkout's src)",
     )
+    parser.add_argument(
+        "--python",
+        default=None,
+        metavar="EXE",
+        help="also time `iolab compare` run by another interpreter (`EXE -m iolab`, the same "
+        "sources): e.g. a source-built Python against the distribution's optimized one",
+    )
     args = parser.parse_args()
     iolab = iolab_command()
     with tempfile.TemporaryDirectory(prefix="iolab-compare-speed-") as tmp:
@@ -194,6 +204,17 @@ def main() -> None:
                 "env",
                 f"PYTHONPATH={other}",
                 *commands["iolab compare"],
+            ]
+        if args.python:
+            # the same sources on the other interpreter's own site-packages (its venv), or on
+            # this one's when it has none of its own
+            commands["iolab compare (python)"] = [
+                args.python,
+                "-m",
+                "iolab",
+                "compare",
+                "label:old",
+                "label:new",
             ]
         benchstat = find_benchstat()
         if benchstat is None:

@@ -647,6 +647,8 @@ def test_status_shows_versions_and_a_job_of_another_version_is_refused(hosts: Fl
         if marker in line and "refused a job" in line
     ]
     assert len(lines) == 1 and "upgrade the older one" in lines[0]
+    # the worker logs the refusal, then records it (the log line can be read first)
+    wait_for(lambda: attempts(hosts, run_id)[0].state != "queued", 30, "the refusal stored")
     (ended,) = attempts(hosts, run_id)  # refused with why: the controller can say so
     assert ended.id == attempt.id and ended.state == "refused"
     assert marker in str(ended.reason)
