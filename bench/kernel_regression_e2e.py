@@ -227,6 +227,9 @@ def main() -> int:
     parser.add_argument("--bisect-blocks", type=int, default=8)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--logs", type=Path, help="keep the guest's console log here")
+    parser.add_argument(
+        "--guest-cpus", type=int, default=1, help="the guest host's virtual CPUs (guest up --cpus)"
+    )
     args = parser.parse_args()
 
     # SIGTERM ends the bench as Ctrl-C does: through the teardown (guest, PostgreSQL, Redis)
@@ -271,7 +274,7 @@ def main() -> int:
                 env, "guest", "up", name, "--kernels", GUEST_KERNEL, "--broker", fleet.broker,
                 "--db", fleet.db, "--class", name, "--hooks", str(guest_hooks(work)),
                 "--memory", "3072",  # /dev/shm holds half: the plans' 1 GiB loop image in RAM
-                timeout=900,
+                "--cpus", str(args.guest_cpus), timeout=900,
             )  # fmt: skip
             guest = up.returncode == 0
             check(guest, f"guest {name} up {up.stderr.strip()[-300:]}")

@@ -230,12 +230,18 @@ def test_a_vm_spec_comes_back_from_its_json_whole(tmp_path: Path) -> None:
         console=tmp_path / "console",
         pidfile=tmp_path / "qemu.pid",
         memory_mib=512,
+        cpus=2,
         forwards=(6379, 5432),
         reboot_exits=False,
         extra=("-s",),
     )
     again = vm.VmSpec.from_json(json.loads(json.dumps(spec.to_json())))
     assert again == spec and again.argv() == spec.argv()
+    argv = spec.argv()
+    assert argv[argv.index("-smp") + 1] == "2"
+    older = spec.to_json()  # a guest started before --cpus existed: one CPU, as it had
+    del older["cpus"]
+    assert vm.VmSpec.from_json(older).cpus == 1
     broken = spec.to_json()
     del broken["pidfile"]
     with pytest.raises(LabError, match="incomplete"):

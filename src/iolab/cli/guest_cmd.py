@@ -130,6 +130,13 @@ def run(
 @click.option("--file", "files", multiple=True, metavar="FILE", help="In /run/iolab-cmd.")
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
 @click.option(
+    "--cpus",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Virtual CPUs (under TCG, one host thread each).",
+)
+@click.option(
     "--wait",
     "wait_s",
     type=DURATION,
@@ -156,6 +163,7 @@ def up(
     service_command: str | None,
     files: tuple[str, ...],
     memory_mib: int,
+    cpus: int,
     wait_s: float,
     hooks_file: str | None,
 ) -> None:
@@ -186,6 +194,7 @@ def up(
         command=service_command,
         files=_files(files),
         memory_mib=memory_mib,
+        cpus=cpus,
         wait_s=wait_s,
         hooks=_hooks(hooks_file),
     )

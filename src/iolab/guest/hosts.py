@@ -149,6 +149,7 @@ def up(
     command: str | None = None,
     files: dict[str, bytes] | None = None,
     memory_mib: int = 1024,
+    cpus: int = 1,
     wait_s: float = 300.0,
     hooks: dict[str, list[str]] | None = None,
 ) -> GuestHost:
@@ -194,6 +195,7 @@ def up(
             console=path / "console.log",
             pidfile=path / "qemu.pid",
             memory_mib=memory_mib,
+            cpus=cpus,
             forwards=tuple(sorted({f.port for f in fwd})),
             reboot_exits=False,
         )

@@ -46,6 +46,9 @@ class VmSpec:
     console: Path  # the serial console (kernel and systemd messages)
     pidfile: Path
     memory_mib: int = 1024
+    # virtual CPUs; under TCG each is a host thread (multi-threaded TCG), so a second one lets
+    # a boot's services and the worker's Python start overlap on a 2-core machine
+    cpus: int = 1
     forwards: tuple[int, ...] = ()  # loopback ports the guest reaches at GUEST_GATEWAY:PORT
     reboot_exits: bool = True  # a reboot (or a panic) ends QEMU
     extra: tuple[str, ...] = field(default=())
@@ -62,6 +65,7 @@ class VmSpec:
             "console": str(self.console),
             "pidfile": str(self.pidfile),
             "memory_mib": self.memory_mib,
+            "cpus": self.cpus,
             "forwards": list(self.forwards),
             "reboot_exits": self.reboot_exits,
             "extra": list(self.extra),
@@ -80,6 +84,7 @@ class VmSpec:
                 console=Path(raw["console"]),
                 pidfile=Path(raw["pidfile"]),
                 memory_mib=int(raw["memory_mib"]),
+                cpus=int(raw.get("cpus", 1)),
                 forwards=tuple(int(p) for p in raw["forwards"]),
                 reboot_exits=bool(raw["reboot_exits"]),
                 extra=tuple(str(a) for a in raw.get("extra", ())),
@@ -101,7 +106,7 @@ class VmSpec:
             "-cpu",
             cpu_model(accel),
             "-smp",
-            "1",
+            str(self.cpus),
             "-m",
             str(self.memory_mib),
             "-display",
