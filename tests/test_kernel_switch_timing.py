@@ -69,6 +69,10 @@ def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
     partial = {k: v for k, v in stamps.items() if k != "multi_user_s"}
     assert "systemd to multi-user" not in timing.parts(partial)
     assert "multi_user" not in timing.parts(partial)
+    # the boot command's start known: the time before the jump splits at it
+    fired = timing.parts({**stamps, "fired_at": boot_at - 2.5}, sample_started_at=boot_at + 30.0)
+    assert fired["load and hand-over"] == 1.5 and fired["shutdown and kexec"] == 2.5
+    assert fired["from the boot command"] == 32.5 and fired["total"] == 34.0
 
 
 def test_the_worker_undoes_a_killed_processs_changes_in_its_own_process(
@@ -101,11 +105,22 @@ def test_the_boot_is_fired_by_a_shell_in_order_and_stops_at_a_failure(tmp_path: 
     from iolab.kernels import switch
 
     odd = tmp_path / "a file; with $(words)"
-    switch.fire([["touch", str(odd)], ["touch", str(tmp_path / "second")]], delay_s=0)
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    stamp = stamps / "fired; $(x)"
+    began = time.time()
+    switch.fire([["touch", str(odd)], ["touch", str(tmp_path / "second")]], delay_s=0, stamp=stamp)
     switch.fire([["false"], ["touch", str(tmp_path / "never")]], delay_s=0)
     deadline = time.monotonic() + 30
     while not (tmp_path / "second").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert odd.exists() and (tmp_path / "second").exists()
     time.sleep(0.5)  # the failed one had as long, and more, to run its second command
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file; with $(words)", "second"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a file; with $(words)",
+        "second",
+        "stamps",
+    ]
+    # the commands' start, stamped before the first of them ran
+    fired = float(stamp.read_text())
+    assert began - 1 <= fired <= odd.stat().st_mtime + 0.01

@@ -54,10 +54,13 @@ def test_the_kernel_asked_for_with_its_words_is_ok(
     state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     come_back(monkeypatch, ASKED, switch.new_cmdline(BASE, ASKED, ("loglevel=4",)))
+    switch.fired_path().write_text("1234.5\n")  # what the boot command's shell stamped
     judged = switch.verdict()
     assert judged.verdict == "ok", judged.reason
     assert judged.provenance()["boot_requested"] == ASKED
+    assert judged.request is not None and judged.request.fired_at == 1234.5
     assert not state.exists()  # settled: the next start has nothing pending
+    assert not switch.fired_path().exists()
 
 
 @pytest.mark.parametrize(

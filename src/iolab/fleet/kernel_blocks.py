@@ -130,7 +130,7 @@ def _boot(
     if not leases.begin_boot(store, attempt_id, release, req.from_boot_id):
         switch.clear()
         return f"{job.title}: the lease ended; not booting"
-    switch.fire(commands)
+    switch.fire(commands, stamp=switch.fired_path())
     log.info("%s: booting %s for position %d", job.title, release, position)
     return f"{job.title}: booting {release}"
 
@@ -149,5 +149,6 @@ def _record(judged: switch.Judged, mine: bool) -> dict[str, object]:
         record["requested"] = judged.request.kernel
         record["additions"] = list(judged.request.additions)
         record["from_boot_id"] = judged.request.from_boot_id
-        record["switch"] = timing.stamps(judged.request.requested_at, judged.request.install_s)
+        req = judged.request
+        record["switch"] = timing.stamps(req.requested_at, req.install_s, req.fired_at or None)
     return record

@@ -39,6 +39,18 @@ def state_path() -> Path:
     return Path(os.environ.get("IOLAB_KERNEL_STATE") or "/var/lib/iolab/kernel-switch.json")
 
 
+def fired_path() -> Path:
+    """Where the boot command's start is stamped (beside the request)."""
+    return state_path().with_suffix(".fired")
+
+
+def _fired_at() -> float:
+    try:
+        return float(fired_path().read_text().strip())
+    except (OSError, ValueError):
+        return 0.0
+
+
 @dataclass(frozen=True)
 class Request:
     kernel: str
@@ -50,6 +62,9 @@ class Request:
     token: str  # which sample asked (e.g. "run 7 block 3 position 1")
     answered_by: str = ""  # the boot id judged `ok` for it: a later boot answers nothing
     install_s: float = 0.0  # how long fetching and installing the kernel took, before it
+    # when the boot command (`systemctl kexec`, or the boot hook) started, wall clock: left
+    # by `fire` beside the request and read back when the boot is judged (0: unknown)
+    fired_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -150,20 +165,28 @@ def prepare(
     if "boot" not in table:
         load, *commands = commands
         _run(load, "boot (kexec -l)")
+    fired_path().unlink(missing_ok=True)  # an earlier switch's stamp is not this one's
     _write(req)
     return req, commands
 
 
-def fire(commands: Sequence[Sequence[str]], delay_s: float = 1.0) -> None:
+def fire(
+    commands: Sequence[Sequence[str]], delay_s: float = 1.0, stamp: Path | None = None
+) -> None:
     """Start the boot outside this process, after `delay_s` (time for the task to end and
     its message to be acknowledged): through `systemd-run` when systemd runs the machine
     (the boot then belongs to no unit that stops on the way), else a session of its own.
     A shell runs them, not a second Python: under emulation a Python's start is seconds of
-    the switch."""
+    the switch.  `stamp` gets the wall-clock time the commands start (the switch's cost is
+    also counted from there: `systemctl kexec` on); a stamp that cannot be written, or that
+    a brutal jump loses, only leaves that figure out."""
     import shlex
     import shutil
 
-    script = f"sleep {delay_s:g}; " + " && ".join(shlex.join(c) for c in commands)
+    script = f"sleep {delay_s:g}; "
+    if stamp is not None:
+        script += f"date +%s.%N > {shlex.quote(str(stamp))} 2>/dev/null; "
+    script += " && ".join(shlex.join(c) for c in commands)
     argv = ["/bin/sh", "-c", script]
     if shutil.which("systemd-run") and Path("/run/systemd/system").is_dir():
         argv = [
@@ -195,6 +218,7 @@ def answered(req: Request, boot_id: str) -> None:
 def clear() -> None:
     """Forget the request: its boot has been used (a sample measured in it)."""
     state_path().unlink(missing_ok=True)
+    fired_path().unlink(missing_ok=True)
 
 
 def running_additions(cmdline: str) -> tuple[str, ...]:
@@ -267,9 +291,9 @@ def verdict(
     judged = Judged(
         "wrong_kernel" if problems else "ok",
         "; ".join(problems) or f"booted {req.kernel} (new boot {now.boot_id})",
-        req,
+        replace(req, fired_at=req.fired_at or _fired_at()),
         now,
     )
     if settle:
-        state_path().unlink(missing_ok=True)
+        clear()
     return judged

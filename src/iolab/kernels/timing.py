@@ -50,15 +50,19 @@ def process_start() -> float | None:
         return None
 
 
-def stamps(requested_at: float, install_s: float = 0.0) -> dict[str, float]:
+def stamps(
+    requested_at: float, install_s: float = 0.0, fired_at: float | None = None
+) -> dict[str, float]:
     """The switch's stamps, taken when the worker is about to measure the sample it booted
-    for: `requested_at` and `boot_at` (wall clock), the rest in seconds since boot, and
+    for: `requested_at`, `fired_at` (the boot command's start: `systemctl kexec` or the
+    boot hook) and `boot_at` (wall clock), the rest in seconds since boot, and
     `install_s`, what fetching and installing the kernel took before the request (a built
     kernel's first boot: its files from the store, then `dpkg -i`)."""
     now = since_boot()
     found: dict[str, float | None] = {
         "install_s": install_s,
         "requested_at": requested_at,
+        "fired_at": fired_at,
         "boot_at": time.time() - now,
         "initrd_s": _systemd("InitRDTimestampMonotonic"),
         "userspace_s": _systemd("UserspaceTimestampMonotonic"),
@@ -73,7 +77,9 @@ def stamps(requested_at: float, install_s: float = 0.0) -> dict[str, float]:
 
 
 PARTS = (
-    ("shutdown and kexec", "requested_at", "boot_at"),
+    ("load and hand-over", "requested_at", "fired_at"),  # kexec -l, the task's end, 1 s
+    ("shutdown and kexec", "fired_at", "boot_at"),
+    ("shutdown and kexec", "requested_at", "boot_at"),  # without a fired_at: both in one
     ("kernel", "boot_at", "userspace_s"),
     ("systemd to multi-user", "userspace_s", "multi_user_s"),
     ("worker start", "service_s", "worker_main_s"),
@@ -87,16 +93,24 @@ def parts(switch: dict[str, float], sample_started_at: float | None = None) -> d
     """Durations (seconds) of a switch's parts, from the stamps of `stamps` (a part whose
     two ends are not both known is left out); `total` runs from the request to the sample's
     start (its `started_at`, wall clock) when given — the install before the request is not
-    in it, it is its own part — and `multi_user` is systemd's own figure."""
+    in it, it is its own part — `from the boot command` from `systemctl kexec` (or the boot
+    hook) to the same start, and `multi_user` is systemd's own figure."""
     at = dict(switch)
     if "boot_at" in at:  # wall-clock stamps as seconds since boot, to subtract them
-        at["requested_at"] = at.get("requested_at", at["boot_at"]) - at["boot_at"]
+        for key in ("requested_at", "fired_at"):
+            if key in at:
+                at[key] -= at["boot_at"]
         at["boot_at"] = 0.0
-    out = {name: round(at[b] - at[a], 1) for name, a, b in PARTS if a in at and b in at}
+    out: dict[str, float] = {}
+    for name, a, b in PARTS:
+        if a in at and b in at and name not in out:
+            out[name] = round(at[b] - at[a], 1)
     if at.get("install_s"):
         out["fetch and install (dpkg -i)"] = round(at["install_s"], 1)
     if "multi_user_s" in at:
         out["multi_user"] = round(at["multi_user_s"], 1)
     if sample_started_at is not None and "requested_at" in switch:
         out["total"] = round(sample_started_at - switch["requested_at"], 1)
+    if sample_started_at is not None and "fired_at" in switch:
+        out["from the boot command"] = round(sample_started_at - switch["fired_at"], 1)
     return out
