@@ -60,6 +60,17 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _gated(argv: list[str]) -> list[str]:
+    """`argv` behind a gate: a shell that execs it (same pid, same process group, stdin
+    /dev/null) only once a line arrives on the shell's stdin.  iolab journals the child's
+    process group first, then opens the gate: a kill -9 between the spawn and that entry
+    would otherwise leave a workload nobody knows of (fio's job processes outlive their
+    parent and keep the mount busy for their whole runtime).  Killed before the gate opens,
+    the shell dies with iolab (the parent-death signal; the gate's end of file too), and the
+    workload never starts."""
+    return ["/bin/sh", "-c", 'read -r _ && exec "$@" </dev/null', "sh", *argv]
+
+
 def _stop_group(pgid: int) -> None:
     """SIGTERM the group, then SIGKILL what is still there after a moment."""
     for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 0.0)):
@@ -91,19 +102,25 @@ def spawn(
     if cpus:
         argv = [commands.require("taskset"), "-c", ",".join(map(str, cpus)), *argv]
     out_path, err_path = workdir / f"{name}.out", workdir / f"{name}.err"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            cwd=workdir,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-    start = process_start(proc.pid)
-    entry = journal.record("killpg", pgid=str(proc.pid), start=str(start or 0))
+    gate_read, gate_write = os.pipe()
+    try:
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                _gated(argv),
+                stdin=gate_read,
+                stdout=out,
+                stderr=err,
+                cwd=workdir,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        start = process_start(proc.pid)
+        entry = journal.record("killpg", pgid=str(proc.pid), start=str(start or 0))
+        os.write(gate_write, b"go\n")  # journaled: the workload may start
+    finally:
+        os.close(gate_read)
+        os.close(gate_write)
     timed_out = threading.Event()
 
     def on_timeout() -> None:
