@@ -223,12 +223,12 @@ def main() -> int:
     # the mail's fsmark test_size: 16M is 4,096 files a sample, about 20 s under TCG (4M's
     # 1,024 files took 9 s, and samples of one kernel ranged 156-404 files/s)
     parser.add_argument("--test-size", default="16M")
-    parser.add_argument("--bisect-time", default="45m")
-    parser.add_argument("--bisect-blocks", type=int, default=8)
+    parser.add_argument("--bisect-time", default="50m")
+    parser.add_argument("--bisect-blocks", type=int, default=12)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--logs", type=Path, help="keep the guest's console log here")
     parser.add_argument(
-        "--guest-cpus", type=int, default=1, help="the guest host's virtual CPUs (guest up --cpus)"
+        "--guest-cpus", type=int, default=2, help="the guest host's virtual CPUs (guest up --cpus)"
     )
     args = parser.parse_args()
 

@@ -103,14 +103,23 @@ def classify(found: int | None, h: History) -> str:
     return "correct" if h.effect > 0 and found == h.culprit else "wrong"
 
 
-def run_iolab(h: History, noise: Noise, search: str, max_blocks: int) -> Result:
+def run_iolab(
+    h: History, noise: Noise, search: str, max_blocks: int, grade: str = "randomized"
+) -> Result:
     b = Bisection(
-        Settings(n=h.n, direction=Direction.HIGHER, search=search, max_blocks=max_blocks),  # type: ignore[arg-type]
+        Settings(
+            n=h.n,
+            direction=Direction.HIGHER,
+            search=search,  # type: ignore[arg-type]
+            max_blocks=max_blocks,
+            grade=grade,  # type: ignore[arg-type]
+        ),
         track_interval=False,
     )
     while not b.done:
         m = b.action()
-        assert m is not None
+        if m is None:  # the request itself ended the bisection (too many steps)
+            break
         levels = np.array([h.level(i) for i in m.arms])
         b.feed(noise.blocks(CHUNK, len(m.arms)) * levels)
     o = b.outcome
@@ -191,12 +200,16 @@ def main() -> None:
     methods: dict[str, Callable[[History, Noise], Result]] = {
         "binary": lambda h, z: run_iolab(h, z, "binary", args.max_blocks),
         "probabilistic": lambda h, z: run_iolab(h, z, "probabilistic", args.max_blocks),
+        "classify": lambda h, z: run_iolab(
+            h, z, "probabilistic", args.max_blocks, grade="classify"
+        ),
         "pinpoint": run_pinpoint,
         "hand": run_by_hand,
     }
     labels = {
         "binary": "iolab bisect (binary search, sequential steps)",
         "probabilistic": "iolab bisect (probabilistic bisection)",
+        "classify": "iolab bisect (probabilistic, steps classified between the ends)",
         "pinpoint": "Pinpoint's rule",
         "hand": "by hand: 5 runs per commit + U test",
     }

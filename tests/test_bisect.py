@@ -14,8 +14,9 @@ import pytest
 
 from iolab.bisect import GOOD, Bisection, Settings, step_alpha
 from iolab.bisect.commit_arms import bind
+from iolab.bisect.engine import ENDS_TO_FIT
 from iolab.bisect.search import ProbabilisticSearch, groups
-from iolab.bisect.step import StepTest
+from iolab.bisect.step import ClassifyStep, StepTest
 from iolab.builds import git as bgit
 from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError, RefusedError
 from iolab.model.metrics import Direction
@@ -81,15 +82,17 @@ def simulate(
     unbuildable: frozenset[int] = frozenset(),
     search: str = "binary",
     seed: int = 1,
+    grade: str = "classify",
 ) -> Bisection:
     rng = np.random.default_rng(seed)
     b = Bisection(
-        Settings(n=n, direction=Direction.HIGHER, margin_pct=10, search=search),  # type: ignore[arg-type]
+        Settings(n=n, direction=Direction.HIGHER, margin_pct=10, search=search, grade=grade),  # type: ignore[arg-type]
         track_interval=False,
     )
     while not b.done:
         m = b.action()
-        assert m is not None
+        if m is None:  # the request itself ended the bisection (too many steps)
+            break
         bad = [i in unbuildable for i in m.arms]
         if any(bad):
             b.unbuildable(m.arms[bad.index(True)])
@@ -102,14 +105,91 @@ def simulate(
     return b
 
 
-@pytest.mark.parametrize("search", ["binary", "probabilistic"])
+@pytest.mark.parametrize(
+    ("search", "grade"),
+    [("binary", "randomized"), ("probabilistic", "randomized"), ("probabilistic", "classify")],
+)
 @pytest.mark.parametrize("culprit", [0, 1, 7, 14, 15])
-def test_finds_the_culprit(culprit: int, search: str) -> None:
-    o = simulate(16, culprit, search=search).outcome
+def test_finds_the_culprit(culprit: int, search: str, grade: str) -> None:
+    o = simulate(16, culprit, search=search, grade=grade).outcome
     assert o.kind == "found" and o.culprit == culprit, o.reason
     assert o.verify is not None and o.verify.verdict == "regression"
     assert o.verify.a == culprit - 1 and o.verify.b == culprit
-    assert o.samples == sum(3 * s.blocks for s in o.steps) + 2 * (o.verify.blocks + o.ends.blocks)  # type: ignore[union-attr]
+    per_step = 3 if grade == "randomized" else 2  # classify: the commit beside one end
+    ends = o.ends.blocks if grade == "randomized" else max(o.ends.blocks, ENDS_TO_FIT)  # type: ignore[union-attr]
+    assert o.samples == sum(per_step * s.blocks for s in o.steps) + 2 * (o.verify.blocks + ends)
+
+
+def test_a_classified_step_alternates_the_end_beside_the_commit() -> None:
+    b = Bisection(Settings(n=16, direction=Direction.HIGHER), track_interval=False)
+    rng = np.random.default_rng(4)
+    while b.phase == "ends":
+        b.feed(np.exp(rng.normal(0, 0.05, (1, 2))) * np.array([1.0, 0.7]))
+    seen = []
+    for _ in range(2):
+        m = b.action()
+        assert m is not None and m.phase == "step" and len(m.arms) == 2
+        seen.append(m.arms)
+        b.feed(np.exp(rng.normal(0, 0.05, (1, 2))) * np.array([1.0, 1.0]))  # like its end
+    assert seen[0][0] == GOOD and seen[1][0] == 15 and seen[0][1] == seen[1][1]
+
+
+def _ends(gap: float, spread: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    return gap + rng.normal(0, spread, n)
+
+
+def test_a_classified_step_rarely_grades_a_good_commit_bad() -> None:
+    """The noise the ends' blocks showed, a commit like good: graded bad at most about
+    alpha of the time (the model holds here; the verification guards when it does not)."""
+    rng = np.random.default_rng(11)
+    alpha, wrong, decided, reps = 0.05, 0, 0, 800
+    for _ in range(reps):
+        step = ClassifyStep(alpha, 300, _ends(np.log(1 / 0.9), 0.1, 8, rng))
+        while step.verdict is None:
+            beside_good = ClassifyStep.end_for(step.blocks) == 0
+            end = 0.0 if beside_good else np.log(0.9)
+            x = rng.normal(0, 0.1 / np.sqrt(2), 2)
+            step.feed_one(end + x[0], x[1], beside_good)
+        wrong += step.verdict == "bad"
+        decided += step.verdict in ("good", "bad")
+    assert decided / reps > 0.9
+    assert wrong / reps <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / reps)
+
+
+def test_a_classified_step_decides_a_large_change_in_a_block_or_two() -> None:
+    rng = np.random.default_rng(2)
+    blocks = []
+    for _ in range(50):
+        step = ClassifyStep(0.01, 300, _ends(np.log(1 / 0.65), 0.08, 7, rng))
+        while step.verdict is None:
+            beside_good = ClassifyStep.end_for(step.blocks) == 0
+            end = 0.0 if beside_good else np.log(0.65)
+            step.feed_one(
+                end + rng.normal(0, 0.06), np.log(0.65) + rng.normal(0, 0.06), beside_good
+            )
+        assert step.verdict == "bad"
+        blocks.append(step.blocks)
+    assert np.median(blocks) <= 2 and step.expected_blocks <= 2
+
+
+def test_a_commit_beyond_both_ends_is_graded_both() -> None:
+    rng = np.random.default_rng(6)
+    step = ClassifyStep(0.01, 300, _ends(np.log(1 / 0.8), 0.03, 8, rng))
+    while step.verdict is None:  # twice as slow as bad: a second change after the culprit
+        beside_good = ClassifyStep.end_for(step.blocks) == 0
+        end = 0.0 if beside_good else np.log(0.8)
+        step.feed_one(end + rng.normal(0, 0.02), np.log(0.64) + rng.normal(0, 0.02), beside_good)
+    assert step.verdict == "both"
+
+
+def test_an_undecided_step_moves_the_posterior_as_far_as_a_grade_at_most() -> None:
+    hard, soft, weak = (ProbabilisticSearch(16, 0.01, 0.025) for _ in range(3))
+    hard.record(7, bad=True)
+    soft.record_ratio(7, 50.0)  # clipped at a grade's weight
+    weak.record_ratio(7, 1.0)
+    assert soft.log_post == pytest.approx(hard.log_post)
+    mass = lambda s: float(np.exp(s.log_post[:8]).sum())  # noqa: E731
+    assert 0.5 < mass(weak) < mass(hard)
 
 
 def test_equal_ends_name_no_culprit() -> None:

@@ -132,6 +132,7 @@ def bisect(
     max_blocks: int = 300,
     max_time_s: float | None = None,
     search: str = "probabilistic",
+    grade: str = "classify",
     cache: str | Path | None = None,
     destroy_data: bool = False,
     progress: BisectProgress | None = None,
@@ -157,6 +158,7 @@ def bisect(
         max_blocks=max_blocks,
         cache=Path(cache) if cache is not None else None,
         search="binary" if search == "binary" else "probabilistic",
+        grade="randomized" if grade == "randomized" else "classify",
     )
     checked = bisect_session.check(request, destroy_data=destroy_data)
     with open_store(db) as store:

@@ -4,8 +4,11 @@ the simulation (`bench/sim_bisect.py`) run this same code.
 
 Order: (1) the ends — good against bad in two-arm randomized blocks with the ab test
 (`SequentialDecision`, at alpha); anything but "regression" ends here, never with a culprit;
-(2) the search — each queried candidate graded against both ends (`StepTest`), the error
-budget spread over the steps; (3) the verification — the newest good commit against the
+(2) the search — each queried candidate graded against the ends, the error budget spread over
+the steps: by default classified between the ends as the ends' test measured them, one end
+beside it per block (`ClassifyStep`, `grade="classify"`), or in blocks of good, candidate
+and bad by a randomization test (`StepTest`, `grade="randomized"`); (3) the verification —
+the newest good commit against the
 oldest bad one (a commit and its parent, or the ends of a range of unbuildable commits) in a
 fresh two-arm A/B at alpha; a culprit that does not reproduce is not reported as found.
 
@@ -30,9 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from iolab.bisect.search import BinarySearch, ProbabilisticSearch
-from iolab.bisect.step import StepTest, median_pct
+from iolab.bisect.step import ClassifyStep, StepTest, median_pct
 from iolab.model.bisect import (
     GOOD,
+    GradeKind,
     Measure,
     Outcome,
     OutcomeKind,
@@ -53,6 +57,12 @@ class Settings:
     max_blocks: int = 300  # per test (ends, each step, verification)
     search: SearchKind = "probabilistic"
     query_alpha: float | None = None  # probabilistic search only; default alpha / 5
+    grade: GradeKind = "classify"
+
+
+# the classified steps learn the noise from the ends' blocks: ends shown to differ sooner
+# are measured on to this many blocks (a spread from 3 blocks is a guess)
+ENDS_TO_FIT = 6
 
 
 def step_alpha(alpha: float, n: int, step: int) -> float:
@@ -97,7 +107,8 @@ class Bisection:
         self.phase: str = "ends"
         self.ends = self._decision(settings.alpha)
         self.ends_summary: TestSummary | None = None
-        self.step: StepTest | None = None
+        self.step: StepTest | ClassifyStep | None = None
+        self.ends_gaps: list[float] = []  # log good - log bad, per block of the ends' test
         self.query: int | None = None
         self.records: list[StepRecord] = []
         self.verify: SequentialDecision | None = None
@@ -142,6 +153,9 @@ class Bisection:
                 if self._outcome is not None or self.phase != "step":
                     return self.action()
             assert self.query is not None
+            if isinstance(self.step, ClassifyStep):
+                end = (GOOD, n - 1)[ClassifyStep.end_for(self.step.blocks)]
+                return Measure("step", (end, self.query), len(self.records) + 1)
             return Measure("step", (GOOD, self.query, n - 1), len(self.records) + 1)
         assert self.verify_arms is not None
         return Measure("verify", self.verify_arms, len(self.records) + 1)
@@ -162,7 +176,11 @@ class Bisection:
             if self.s.search == "binary"
             else self.query_alpha
         )
-        self.step = StepTest(alpha, self.s.max_blocks, self.worse)
+        self.step = (
+            ClassifyStep(alpha, self.s.max_blocks, np.array(self.ends_gaps))
+            if self.s.grade == "classify"
+            else StepTest(alpha, self.s.max_blocks, self.worse)
+        )
 
     def _start_verify(self) -> None:
         first, last = self.search.answer()
@@ -201,22 +219,36 @@ class Bisection:
         return took
 
     def _feed_phase(self, rows: NDArray[np.float64]) -> int:
+        if self.phase == "ends" and self.ends_summary is not None:  # fitting the noise
+            take = rows[: ENDS_TO_FIT - len(self.ends_gaps)]
+            self.ends_gaps.extend(float(a - b) for a, b in take)
+            if len(self.ends_gaps) >= ENDS_TO_FIT:
+                self._search()
+            return int(take.shape[0])
         if self.phase == "ends":
             return self._feed_pairs(self.ends, rows, self._ends_done)
         if self.phase == "step":
             assert self.step is not None and self.query is not None
-            took = self.step.feed(rows)
+            if isinstance(self.step, ClassifyStep):  # the next block has the other end
+                beside_good = ClassifyStep.end_for(self.step.blocks) == 0
+                self.step.feed_one(float(rows[0, 0]), float(rows[0, 1]), beside_good)
+                took = 1
+            else:
+                took = self.step.feed(rows)
             if self.step.verdict is not None:
                 self._step_done()
             return took
         assert self.verify is not None
         return self._feed_pairs(self.verify, rows, self._verify_done)
 
-    @staticmethod
-    def _feed_pairs(decision: SequentialDecision, rows: NDArray[np.float64], then: object) -> int:
+    def _feed_pairs(
+        self, decision: SequentialDecision, rows: NDArray[np.float64], then: object
+    ) -> int:
         used = 0
         for a, b in rows:
             state = decision.update([(math.exp(a), math.exp(b))])
+            if decision is self.ends:
+                self.ends_gaps.append(float(a - b))
             used += 1
             if state.done:
                 assert callable(then)
@@ -228,9 +260,8 @@ class Bisection:
         summary = _summary(GOOD, self.s.n - 1, self.ends)
         self.ends_summary = summary
         if summary.verdict == "regression":
-            self.phase = "step"
-            if self.s.n == 1:
-                self._start_verify()
+            if self.s.grade != "classify" or len(self.ends_gaps) >= ENDS_TO_FIT or self.s.n == 1:
+                self._search()
             return
         if summary.verdict == "inconclusive":
             more = (
@@ -244,6 +275,11 @@ class Bisection:
             )
         else:
             self._end("no regression", "no regression between the ends: bad is better than good")
+
+    def _search(self) -> None:
+        self.phase = "step"
+        if self.s.n == 1:
+            self._start_verify()
 
     def _step_done(self) -> None:
         step, q = self.step, self.query
@@ -264,6 +300,13 @@ class Bisection:
         self.step, self.query = None, None
         if step.verdict in ("good", "bad"):
             self.search.record(q, step.verdict == "bad")
+            return
+        if (
+            step.verdict == "undecided"
+            and isinstance(step, ClassifyStep)
+            and isinstance(self.search, ProbabilisticSearch)
+        ):  # what the step saw still counts; another query follows
+            self.search.record_ratio(q, step.llr)
             return
         first, last = self._range()
         why = (
@@ -315,7 +358,7 @@ class Bisection:
         """The time or run budget ran out: end with what is known."""
         if self._outcome is not None:
             return
-        if self.phase == "ends":
+        if self.phase == "ends" and self.ends_summary is None:
             self.ends.finish(reason)
             self.ends_summary = _summary(GOOD, self.s.n - 1, self.ends)
             self._end("not known", f"{reason} before the ends were shown to differ")

@@ -75,6 +75,17 @@ class ProbabilisticSearch:
         self.log_post += np.where(right, math.log1p(-self.p), math.log(self.p))
         self.log_post -= np.logaddexp.reduce(self.log_post)
 
+    def record_ratio(self, query: int, log_ratio: float) -> None:
+        """An ungraded query's evidence: the log likelihood ratio of "q is bad" over "q is
+        good", trusted no further than a grade (clipped at log((1-p)/p)), so a step that
+        ran out of blocks still moves the posterior by what it saw."""
+        cap = math.log1p(-self.p) - math.log(self.p)
+        lr = min(max(log_ratio, -cap), cap)
+        bad = -math.log1p(math.exp(-lr))  # log of the probability "bad" given a flat prior
+        good = -math.log1p(math.exp(lr))
+        self.log_post += np.where(np.arange(self.n) <= query, bad, good)
+        self.log_post -= np.logaddexp.reduce(self.log_post)
+
     def _group_mass(self) -> list[tuple[tuple[int, int], float]]:
         post = np.exp(self.log_post)
         return [((a, b), float(post[a : b + 1].sum())) for a, b in groups(self.n, self.unbuildable)]

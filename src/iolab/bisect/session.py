@@ -38,7 +38,7 @@ from iolab.builds import git
 from iolab.builds.builder import BuildRecord, default_cache
 from iolab.errors import IolabError, LabError
 from iolab.lab import runner
-from iolab.model.bisect import Measure, Outcome, SearchKind
+from iolab.model.bisect import GradeKind, Measure, Outcome, SearchKind
 from iolab.model.metrics import Direction
 from iolab.model.sample import Sample
 from iolab.plan.model import Plan
@@ -73,6 +73,7 @@ class Request:
     margin_pct: float = 1.0
     max_blocks: int = 300
     search: SearchKind = "probabilistic"
+    grade: GradeKind = "classify"
     cache: Path | None = None
     fleet: str | None = None
     regression: int | None = None  # `--regression ID`: the entry its result is recorded on
@@ -222,6 +223,7 @@ def start(store: Store, checked: Checked) -> Session:
         margin_pct=req.margin_pct,
         max_blocks=req.max_blocks,
         search=req.search,
+        grade=req.grade,
         template_sha256=req.plan.sha256,
         repo=None if req.repo is None else str(req.repo.resolve()),
         build=req.build,

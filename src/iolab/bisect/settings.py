@@ -20,7 +20,7 @@ from iolab.bisect.engine import Bisection, Settings
 from iolab.builds.builder import BuildRecord
 from iolab.errors import IolabError, PlanError
 from iolab.kernels import artifacts
-from iolab.model.bisect import SearchKind
+from iolab.model.bisect import GradeKind, SearchKind
 from iolab.model.metrics import Direction, metric_info
 from iolab.model.sample import RunInfo
 from iolab.plan.model import Case, Plan
@@ -48,6 +48,7 @@ class BisectSettings:
     cache: str | None = None
     fleet: str | None = None
     regression: int | None = None  # the registry entry its result is recorded on
+    grade: GradeKind = "classify"  # how a step grades (a run stored without it: randomized)
 
     @property
     def builds_key(self) -> str:
@@ -62,6 +63,7 @@ class BisectSettings:
                 margin_pct=self.margin_pct,
                 max_blocks=self.max_blocks,
                 search=self.search,
+                grade=self.grade,
             ),
             kpi=self.kpi,
         )
@@ -83,6 +85,7 @@ class BisectSettings:
                 "cache": self.cache,
                 "fleet": self.fleet,
                 "regression": self.regression,
+                "grade": self.grade,
             }
         }
 
@@ -115,6 +118,7 @@ class BisectSettings:
                 cache=None if s.get("cache") is None else str(s["cache"]),
                 fleet=None if s.get("fleet") is None else str(s["fleet"]),
                 regression=None if s.get("regression") is None else int(s["regression"]),
+                grade="classify" if s.get("grade") == "classify" else "randomized",
             )
         except (KeyError, TypeError, ValueError):
             raise IolabError(

@@ -81,3 +81,113 @@ class StepTest:
 
 def median_pct(d: NDArray[np.float64]) -> float | None:
     return 100.0 * math.expm1(float(np.median(d))) if d.size else None
+
+
+class ClassifyStep:
+    """Sequential classification of one candidate between the two ends as measured.
+
+    The ends' test already measured good and bad side by side in randomized blocks; their
+    log differences g - b estimate how far apart the ends sit (D) and how much a block's
+    difference scatters (s).  A step then measures the candidate beside ONE end per block
+    (good in even blocks of the step, bad in odd ones: `end_for`), so each block costs two
+    samples instead of three and the drift between blocks cancels as in any paired design.
+    For x = log c - log end, "like good" predicts x near 0 beside good and near D beside bad;
+    "like bad" predicts -D and 0.  Both predictions are Student t with the ends' n - 1
+    degrees of freedom and scale s·sqrt(1 + 1/n) (the spread of a new block's difference,
+    with D's own uncertainty), so one wild sample moves the ratio little: the t's heavy tails
+    bound its weight.  Wald's sequential probability ratio test adds the blocks' log
+    likelihood ratios and grades at log(1/alpha) either way.
+
+    The price: the grade's error rate is alpha only as far as the ends' blocks describe the
+    noise (a model, not a randomization argument).  The bisection pays for that twice: its
+    probabilistic search treats every grade as wrong with probability alpha, and a named
+    culprit must still reproduce against its parent in a randomized A/B at the bisect's alpha
+    (the verification) before it is reported as found.  A candidate whose measured position
+    sits away from the chosen end's prediction (a t test of its mean residual at alpha) is
+    graded "both": it differs from both ends.
+    """
+
+    def __init__(self, alpha: float, max_blocks: int, ends: NDArray[np.float64]) -> None:
+        self.alpha = alpha
+        self.threshold = math.log(1.0 / alpha)
+        d = np.asarray(ends, dtype=np.float64)  # per ends block: log good - log bad
+        self.n_ends = int(d.size)
+        self.gap = float(np.mean(d)) if d.size else 0.0
+        spread = float(np.std(d, ddof=1)) if d.size >= 2 else 0.0
+        # floor: a tenth of the gap (two ends that agreed to the digit are not that precise)
+        self.spread = max(spread, abs(self.gap) / 10, 1e-6)
+        self.scale = self.spread * math.sqrt(1 + 1 / max(d.size, 1))
+        self.df = max(self.n_ends - 1, 1)
+        # Wald's expected sample size: the threshold over a block's mean log ratio (gap²/2s²
+        # for normal noise); three times that, at least 8 blocks, before "undecided"
+        per_block = self.gap**2 / (2 * self.scale**2)
+        self.expected_blocks = math.ceil(self.threshold / per_block) if per_block > 0 else 0
+        self.max_blocks = min(max_blocks, max(8, 3 * self.expected_blocks))
+        self.x = np.zeros(0)
+        self.beside = np.zeros(0, dtype=bool)  # True: the block's end was good
+        self.verdict: StepVerdict | None = None
+        self.llr = 0.0  # log likelihood ratio, "like bad" over "like good"
+
+    @staticmethod
+    def end_for(block_in_step: int) -> int:
+        """Which end sits beside the candidate in this block of the step: 0 good, 1 bad."""
+        return block_in_step % 2
+
+    @property
+    def blocks(self) -> int:
+        return int(self.x.size)
+
+    @property
+    def d_good(self) -> NDArray[np.float64]:
+        return self.x[self.beside]
+
+    @property
+    def d_bad(self) -> NDArray[np.float64]:
+        return self.x[~self.beside]
+
+    @property
+    def log_like_bad(self) -> float:
+        return max(self.llr, 0.0)
+
+    @property
+    def log_like_good(self) -> float:
+        return max(-self.llr, 0.0)
+
+    def _centres(self, beside_good: NDArray[np.bool_]) -> tuple[NDArray[np.float64], ...]:
+        """Where x sits under "like good" and under "like bad", block by block."""
+        like_good = np.where(beside_good, 0.0, self.gap)
+        like_bad = np.where(beside_good, -self.gap, 0.0)
+        return like_good, like_bad
+
+    def feed_one(self, end: float, candidate: float, beside_good: bool) -> None:
+        """One block: the log values of the end beside the candidate, and the candidate's."""
+        from scipy import stats
+
+        if self.verdict is not None:
+            return
+        self.x = np.append(self.x, candidate - end)
+        self.beside = np.append(self.beside, beside_good)
+        like_good, like_bad = self._centres(self.beside[-1:])
+        t = stats.t(self.df, scale=self.scale)
+        x = self.x[-1]
+        self.llr += float(t.logpdf(x - like_bad[0]) - t.logpdf(x - like_good[0]))
+        if abs(self.llr) >= self.threshold:
+            self.verdict = self._check("bad" if self.llr > 0 else "good")
+        elif self.blocks >= self.max_blocks:
+            self.verdict = "undecided"
+
+    def _check(self, grade: StepVerdict) -> StepVerdict:
+        """Grade "both" when the candidate's mean residual from the chosen end's prediction is
+        itself significant at alpha (two-sided t test with the ends' degrees of freedom)."""
+        from scipy import stats
+
+        like_good, like_bad = self._centres(self.beside)
+        centre = like_bad if grade == "bad" else like_good
+        resid = float(np.mean(self.x - centre))
+        se = self.spread * math.sqrt(1 / self.blocks + 1 / max(self.n_ends, 1))
+        limit = float(stats.t.ppf(1 - self.alpha / 2, self.df))
+        return "both" if abs(resid) / se > limit else grade
+
+    def give_up(self) -> None:
+        if self.verdict is None:
+            self.verdict = "undecided"

@@ -31,6 +31,9 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
      "show_default": True, "metavar": "N", "help": "At most N blocks per test (ends, step)."}),
     (("--search",), {"type": click.Choice(["binary", "probabilistic"]), "show_default": True,
      "default": "probabilistic", "help": "Which search (docs/bisect.md compares them)."}),
+    (("--grade",), {"type": click.Choice(["classify", "randomized"]), "show_default": True,
+     "default": "classify", "help": "How a step grades its commit: beside one end a block, "
+     "between the ends as measured; or beside both, by a randomization test (docs/bisect.md)."}),
     (("--cache",), {"type": _DIR, "help": "Work trees, builds, logs (~/.cache/iolab/bisect)."}),
     (("--max-time", "max_time_s"), {"type": o.DURATION, "metavar": "DURATION",
      "help": "Stop after this long (90s, 10m, 1h)."}),
@@ -42,8 +45,8 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
      "unit continues the bisect after each boot (docs/kernels.md)."}),
     (("-q", "--quiet"), {"is_flag": True, "help": "No progress lines."}),
 ]  # fmt: skip
-# options that define a bisect (the first 13, --margin, --regression): a resumed one keeps its own
-_NAMES = [*(names[0] for names, _ in _OPTIONS[:13]), "--margin", "--regression"]
+# options that define a bisect (the first 14, --margin, --regression): a resumed one keeps its own
+_NAMES = [*(names[0] for names, _ in _OPTIONS[:14]), "--margin", "--regression"]
 _DEFINING = {n[2:].replace("-", "_"): n for n in _NAMES}
 
 
@@ -129,7 +132,8 @@ def _request(plan_path: str, releases: list[str], opt: dict[str, Any]) -> Any:
     listed = opt["kernels"] is not None or opt["kernels_from"] is not None
     o.check_levels(opt["alpha"], opt["margin"])
     repo, build = (opt["kernel_repo"], "kernel_build") if kernel else (opt["repo"], "build")
-    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "fleet", "regression", "here")
+    same = ("good", "bad", "kpi", "alpha", "max_blocks", "search", "grade", "fleet",
+            "regression", "here")  # fmt: skip
     return Request(
         plan=load_plan(plan_path),
         mode="releases" if listed else "kernel-commits" if kernel else "commits",

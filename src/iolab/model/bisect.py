@@ -10,6 +10,10 @@ Phase = Literal["ends", "step", "verify"]
 StepVerdict = Literal["good", "bad", "undecided", "both"]
 OutcomeKind = Literal["found", "range", "no regression", "not known"]
 SearchKind = Literal["binary", "probabilistic"]
+# how a search step grades its candidate: `classify` (one end beside the candidate per block,
+# a sequential likelihood ratio between the two ends' measured behaviour) or `randomized`
+# (good, candidate and bad in every block, a randomization test: iolab.bisect.step)
+GradeKind = Literal["classify", "randomized"]
 
 GOOD = -1  # the index of the good end; candidates are 0 .. n-1, the bad end is n-1
 
