@@ -174,11 +174,11 @@ def test_a_classified_step_decides_a_large_change_in_a_block_or_two() -> None:
 
 def test_a_commit_beyond_both_ends_is_graded_both() -> None:
     rng = np.random.default_rng(6)
-    step = ClassifyStep(0.01, 300, _ends(np.log(1 / 0.8), 0.03, 8, rng))
-    while step.verdict is None:  # twice as slow as bad: a second change after the culprit
+    step = ClassifyStep(0.01, 300, _ends(np.log(1 / 0.8), 0.02, 8, rng))
+    while step.verdict is None:  # a second change after the culprit, as large as the first
         beside_good = ClassifyStep.end_for(step.blocks) == 0
         end = 0.0 if beside_good else np.log(0.8)
-        step.feed_one(end + rng.normal(0, 0.02), np.log(0.64) + rng.normal(0, 0.02), beside_good)
+        step.feed_one(end + rng.normal(0, 0.015), np.log(0.64) + rng.normal(0, 0.015), beside_good)
     assert step.verdict == "both"
 
 

@@ -367,6 +367,22 @@ def stored_bisect(
     return store, run.run_id, shas
 
 
+def test_a_bisect_stored_before_the_grade_was_recorded_resumes_randomized(
+    tmp_path: Path,
+) -> None:
+    """A run's meta names its step grade; one without it ran the randomized grade (the only
+    one then), and resumes with it, so its replay retraces its own steps."""
+    store, run_id, _ = stored_bisect(tmp_path, [{0: 100.0, 4: 50.0}])
+    with store:
+        assert bisect.resume(store, run_id).settings.grade == "classify"
+        meta = dict(store.run(run_id).meta["bisect"])
+        del meta["grade"]
+        store.update_run_meta(run_id, {"bisect": meta})
+        resumed = bisect.resume(store, run_id)
+        assert resumed.settings.grade == "randomized"
+        assert resumed.engine.s.grade == "randomized"
+
+
 def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(
     tmp_path: Path,
 ) -> None:

@@ -96,6 +96,8 @@ def build_report(session: Session, outcome: Outcome, status: str) -> BisectRepor
         builds={name: b.state for name, b in session.builds.items()},
         evidence=evidence(session, outcome),
         cache=s.cache or "",
+        search=s.search,
+        grade=s.grade,
     )
 
 

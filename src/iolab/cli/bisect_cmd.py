@@ -63,8 +63,9 @@ def _options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def command(ctx: click.Context, /, args: tuple[str, ...], **opt: Any) -> None:
     """Find the commit between --good and --bad that changed PLAN's KPI: the ends first,
-    then each candidate against both ends in randomized blocks, then the culprit against its
-    parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not known.
+    then each candidate graded between the ends in randomized blocks, then the culprit
+    against its parent.  Exit 0 found, 20 range, 21 no regression between the ends, 22 not
+    known.
     The result is recorded on the registry entry with these ends (or --regression ID).
 
     \b

@@ -67,6 +67,8 @@ def to_json(report: BisectReport) -> dict[str, Any]:
         "direction": report.direction,
         "alpha": report.alpha,
         "margin_pct": report.margin_pct,
+        "search": report.search,
+        "grade": report.grade,
         "good": _commit(report.good),
         "bad": _commit(report.bad),
         "candidates": report.candidates,

@@ -28,6 +28,8 @@ class BisectReport:
     evidence: Report | None  # parent against culprit (or the range's ends), all metrics
     cache: str
     registry: tuple[int, ...] = ()  # the regression entries its result was recorded on
+    search: str = "probabilistic"  # which search and which step grade ran
+    grade: str = "classify"
 
     def commit(self, index: int | None) -> Commit | None:
         return None if index is None else self.commits.get(index)

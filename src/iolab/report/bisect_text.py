@@ -45,12 +45,15 @@ def _test(t: TestSummary | None, what: str) -> str | None:
     )
 
 
+_GRADED = {"classify": "between the ends", "randomized": "by randomization"}
+
+
 def sections(r: BisectReport) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """(summary lines, step rows, evidence rows)."""
     o = r.outcome
     lines = [
         f"iolab bisect run {r.run_id} ({r.status}): {r.kpi}, {r.direction} is better, "
-        f"alpha {r.alpha:g}",
+        f"alpha {r.alpha:g}, {r.search} search, steps graded {_GRADED[r.grade]}",
         f"good {_c(r.good)}",
         f"bad  {_c(r.bad)}",
         f"{r.candidates} candidate commit(s) on bad's first-parent history",
