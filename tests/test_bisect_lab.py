@@ -197,6 +197,28 @@ def test_bisect_names_the_culprit_and_resumes_after_kill(
     assert not list((tmp_path / "cache").glob("iolab/bisect/run-*/trees/*"))
 
 
+def test_a_bisect_out_of_time_is_a_range_that_resume_goes_on_with(
+    lab: dict[str, str], tmp_path: Path
+) -> None:
+    """`--max-time` ends a bisect with a range (exit 20), not an ending: its run is left
+    interrupted, so `--resume` continues where it stopped instead of refusing."""
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 9, culprit=6)
+    argv = bisect_argv(write_plan(tmp_path), repo, shas, "--build", BUILD, *FAST_ARGS)
+    stopped = bisect(lab, *argv, "--max-time", "1s", "--format", "json")
+    assert stopped.returncode == 20, stopped.stderr
+    assert "time budget of 1 s spent" in json.loads(stopped.stdout)["reason"]
+    with open_store(lab["IOLAB_DB"]) as store:
+        (run,) = store.runs()
+        assert run.status == "interrupted"
+    done = bisect(
+        lab, sys.executable, "-m", "iolab", "bisect", "--resume", str(run.id), "--format", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["result"] == "found" and data["culprit"]["sha"] == shas[5]
+
+
 def test_bisect_equal_ends_names_no_culprit(lab: dict[str, str], tmp_path: Path) -> None:
     """Ends that perform the same: "no regression between the ends", no step, no culprit
     (alpha 0.01 so that a false difference at the ends is rare; ±25% margin)."""

@@ -403,11 +403,12 @@ def run(
     status = "failed"
     try:
         with lifecycle.running(session.run) as ending:
-            measure = _settle(session, progress)
+            measure, timed_out = _settle(session, progress), False
             if measure is not None:
                 with _blocks(session, measure, fleet, destroy_data, reporter) as blocks:
-                    _loop(session, blocks, measure, max_time_s, progress)
-            ending.status = status = "finished"
+                    timed_out = _loop(session, blocks, measure, max_time_s, progress)
+            # a bisect stopped by --max-time has not ended: `--resume` goes on with it
+            ending.status = status = "interrupted" if timed_out else "finished"
     finally:
         session.source.close(session.store, session.run_id, status == "finished")
     return session.engine.outcome, status
@@ -419,9 +420,9 @@ def _loop(
     measure: Measure | None,
     max_time_s: float | None,
     progress: Progress,
-) -> None:
+) -> bool:
     """The one block loop: each block measures the engine's arms once and feeds their KPI;
-    three blocks in a row without a value end the run."""
+    three blocks in a row without a value end the run.  True when the time budget ended it."""
     engine = session.engine
     began, failed_blocks = time.monotonic(), 0
     durations: list[float] = []
@@ -433,7 +434,7 @@ def _loop(
                 mean = sum(durations) / len(durations)
                 if time.monotonic() - began + mean > max_time_s:
                     engine.stop(f"time budget of {max_time_s:g} s spent")
-                    break
+                    return True
             if session.plan() is not plan:
                 plan = session.plan()
                 blocks.use_plan(plan)  # the hosts get the new arm's variant with the block
@@ -460,3 +461,4 @@ def _loop(
     except BaseException:
         blocks.abandon()
         raise
+    return False
