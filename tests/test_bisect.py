@@ -188,7 +188,10 @@ def test_an_undecided_step_moves_the_posterior_as_far_as_a_grade_at_most() -> No
     soft.record_ratio(7, 50.0)  # clipped at a grade's weight
     weak.record_ratio(7, 1.0)
     assert soft.log_post == pytest.approx(hard.log_post)
-    mass = lambda s: float(np.exp(s.log_post[:8]).sum())  # noqa: E731
+
+    def mass(search: ProbabilisticSearch) -> float:  # on "the culprit is at or before 7"
+        return float(np.exp(search.log_post[:8]).sum())
+
     assert 0.5 < mass(weak) < mass(hard)
 
 

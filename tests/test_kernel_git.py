@@ -372,7 +372,10 @@ def test_a_bisect_stored_before_the_grade_was_recorded_resumes_randomized(
 ) -> None:
     """A run's meta names its step grade; one without it ran the randomized grade (the only
     one then), and resumes with it, so its replay retraces its own steps."""
+    from iolab.store.store import Store
+
     store, run_id, _ = stored_bisect(tmp_path, [{0: 100.0, 4: 50.0}])
+    assert isinstance(store, Store)
     with store:
         assert bisect.resume(store, run_id).settings.grade == "classify"
         meta = dict(store.run(run_id).meta["bisect"])
