@@ -219,14 +219,18 @@ class Bisection:
         return took
 
     def _feed_phase(self, rows: NDArray[np.float64]) -> int:
-        if self.phase == "ends" and self.ends_summary is not None:  # fitting the noise
-            take = rows[: ENDS_TO_FIT - len(self.ends_gaps)]
-            self.ends_gaps.extend(float(a - b) for a, b in take)
-            if len(self.ends_gaps) >= ENDS_TO_FIT:
-                self._search()
-            return int(take.shape[0])
         if self.phase == "ends":
-            return self._feed_pairs(self.ends, rows, self._ends_done)
+            if self.ends_summary is None:
+                used = self._feed_pairs(self.ends, rows, self._ends_done)
+            else:  # shown to differ: measured on to fit the noise the classified steps use
+                used = min(rows.shape[0], ENDS_TO_FIT - len(self.ends_gaps))
+            self.ends_gaps.extend(float(a - b) for a, b in rows[:used])
+            regression = self.ends_summary is not None and self.ends_summary.verdict == "regression"
+            if self.phase == "ends" and regression and self._noise_known():
+                self.phase = "step"
+                if self.s.n == 1:
+                    self._start_verify()
+            return used
         if self.phase == "step":
             assert self.step is not None and self.query is not None
             if isinstance(self.step, ClassifyStep):  # the next block has the other end
@@ -241,14 +245,11 @@ class Bisection:
         assert self.verify is not None
         return self._feed_pairs(self.verify, rows, self._verify_done)
 
-    def _feed_pairs(
-        self, decision: SequentialDecision, rows: NDArray[np.float64], then: object
-    ) -> int:
+    @staticmethod
+    def _feed_pairs(decision: SequentialDecision, rows: NDArray[np.float64], then: object) -> int:
         used = 0
         for a, b in rows:
             state = decision.update([(math.exp(a), math.exp(b))])
-            if decision is self.ends:
-                self.ends_gaps.append(float(a - b))
             used += 1
             if state.done:
                 assert callable(then)
@@ -260,9 +261,7 @@ class Bisection:
         summary = _summary(GOOD, self.s.n - 1, self.ends)
         self.ends_summary = summary
         if summary.verdict == "regression":
-            if self.s.grade != "classify" or len(self.ends_gaps) >= ENDS_TO_FIT or self.s.n == 1:
-                self._search()
-            return
+            return  # the search starts once the noise is known (_feed_phase)
         if summary.verdict == "inconclusive":
             more = (
                 f" — about {summary.runs_needed} more runs per end" if summary.runs_needed else ""
@@ -276,10 +275,9 @@ class Bisection:
         else:
             self._end("no regression", "no regression between the ends: bad is better than good")
 
-    def _search(self) -> None:
-        self.phase = "step"
-        if self.s.n == 1:
-            self._start_verify()
+    def _noise_known(self) -> bool:
+        """Only classified steps need the ends' noise, and only when there is a step."""
+        return self.s.grade != "classify" or self.s.n == 1 or len(self.ends_gaps) >= ENDS_TO_FIT
 
     def _step_done(self) -> None:
         step, q = self.step, self.query

@@ -69,18 +69,19 @@ class ProbabilisticSearch:
         self.log_post = np.full(n, -math.log(n))
         self.unbuildable: set[int] = set()
 
+    @property
+    def _cap(self) -> float:
+        """A grade's weight: the log odds of a grade being right, log((1-p)/p)."""
+        return math.log1p(-self.p) - math.log(self.p)
+
     def record(self, query: int, bad: bool) -> None:
-        idx = np.arange(self.n)
-        right = idx <= query if bad else idx > query
-        self.log_post += np.where(right, math.log1p(-self.p), math.log(self.p))
-        self.log_post -= np.logaddexp.reduce(self.log_post)
+        self.record_ratio(query, self._cap if bad else -self._cap)
 
     def record_ratio(self, query: int, log_ratio: float) -> None:
         """An ungraded query's evidence: the log likelihood ratio of "q is bad" over "q is
         good", trusted no further than a grade (clipped at log((1-p)/p)), so a step that
         ran out of blocks still moves the posterior by what it saw."""
-        cap = math.log1p(-self.p) - math.log(self.p)
-        lr = min(max(log_ratio, -cap), cap)
+        lr = min(max(log_ratio, -self._cap), self._cap)
         bad = -math.log1p(math.exp(-lr))  # log of the probability "bad" given a flat prior
         good = -math.log1p(math.exp(lr))
         self.log_post += np.where(np.arange(self.n) <= query, bad, good)
