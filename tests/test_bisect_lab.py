@@ -200,13 +200,14 @@ def test_bisect_names_the_culprit_and_resumes_after_kill(
 def test_a_bisect_out_of_time_is_a_range_that_resume_goes_on_with(
     lab: dict[str, str], tmp_path: Path
 ) -> None:
-    """`--max-time` ends a bisect with a range (exit 20), not an ending: its run is left
+    """`--max-time` stops a bisect with what is known — a range (exit 20), or "not known"
+    (22) when the ends were still being measured — but does not end it: its run is left
     interrupted, so `--resume` continues where it stopped instead of refusing."""
     repo = tmp_path / "repo"
     shas = make_repo(repo, 9, culprit=6)
     argv = bisect_argv(write_plan(tmp_path), repo, shas, "--build", BUILD, *FAST_ARGS)
     stopped = bisect(lab, *argv, "--max-time", "1s", "--format", "json")
-    assert stopped.returncode == 20, stopped.stderr
+    assert stopped.returncode in (20, 22), stopped.stderr  # where the second fell: timing
     assert "time budget of 1 s spent" in json.loads(stopped.stdout)["reason"]
     with open_store(lab["IOLAB_DB"]) as store:
         (run,) = store.runs()
