@@ -183,18 +183,20 @@ def guest_hooks(work: Path) -> Path:
 
 
 def per_switch(text: str) -> str:
-    """The bench's one addition to a reproduced plan: a boot only when the kernel changes."""
+    """The bench's additions to a reproduced plan: a boot only when the kernel changes, and
+    one unmeasured sample after each boot (the first sample of a boot runs slow and
+    scattered under TCG: docs/plan.md, `warmups`)."""
     return (
         text.rstrip("\n")
-        + "\n# the bench's choice: a boot only when the kernel changes\n"
-        + ("reboot: per-switch\n")
+        + "\n# the bench's choices: a boot only when the kernel changes, one warm-up per boot\n"
+        + ("reboot: per-switch\nwarmups: 1\n")
     )
 
 
 def thread_quick_plan(text: str) -> str:
     """The thread plan's quick profile as a plan of its own, for a guest: the profile's keys
     over the plan's, the reporter's machine requirements and the release variants left out
-    (the bisect names the kernels), a 128M target (the guest has 1 GiB of memory)."""
+    (the bisect names the kernels), a 128M target, a boot per switch and a warm-up per boot."""
     import yaml
 
     plan = yaml.safe_load(text)
@@ -211,6 +213,7 @@ def thread_quick_plan(text: str) -> str:
     plan.pop("baseline", None)
     plan["target"] = {**plan.get("target", {}), "size": "128M"}
     plan["reboot"] = "per-switch"
+    plan["warmups"] = 1
     return yaml.safe_dump(plan, sort_keys=False)
 
 

@@ -380,3 +380,63 @@ def test_interrupted_ab_restores_the_machine_and_resumes(
     ]
     (state,) = json.loads(resumed.stdout)["groups"][0]["sequential"]
     assert state["n_blocks"] == len(complete) >= 2
+
+
+WARM_PLAN = """\
+name: warm
+target: {size: 48M}
+filesystem: {type: ext4, mkfs_options: -m 1}
+workload:
+  fio: |
+    [w]
+    filename={mnt}/f
+    size=2M
+    bs=16k
+    rw=randwrite
+    ioengine=psync
+    runtime=200ms
+    time_based=1
+variants: {a: {}, b: {fio: {bs: 8k}}}
+repeat: 2
+kpis: [write.iops]
+"""
+
+
+@pytest.mark.parametrize("warmups", [0, 2])
+def test_warmups_run_whole_samples_before_the_first_and_store_none(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    warmups: int,
+) -> None:
+    """`warmups: N`: N samples of the session's first case are prepared, run (real fio) and
+    undone before its first measured one; only the planned samples are kept, the first one
+    saying what came before it; nothing of the warm-ups is left on the machine."""
+    import logging
+    import threading
+
+    from iolab.fleet.sinks import BufferSink
+    from iolab.lab.runner import LabSession
+    from iolab.plan import load_plan
+
+    monkeypatch.setenv("IOLAB_JOURNAL_DIR", str(tmp_path / "journal"))
+    path = tmp_path / "warm.yaml"
+    path.write_text(WARM_PLAN + f"warmups: {warmups}\n")
+    plan = load_plan(str(path))
+    assert plan.warmups == warmups
+    sink = BufferSink(threading.Event())
+    with caplog.at_level(logging.INFO, logger="iolab.lab"), LabSession(plan, sink, 1, 7) as lab:
+        lab.run_block(1)
+        lab.run_block(2)
+    warm = [r.getMessage() for r in caplog.records if r.name == "iolab.lab"]
+    first = sink.samples[0]
+    assert warm == [f"warm-up {n}/{warmups} of {first.variant}: done" for n in (1, 2)][:warmups]
+    assert sorted((s.variant, s.block) for s in sink.samples) == [
+        ("a", 1),
+        ("a", 2),
+        ("b", 1),
+        ("b", 2),
+    ]
+    assert all(s.status == "ok" and s.metrics["write.iops"] > 0 for s in sink.samples)
+    assert [s.provenance.get("warmups") for s in sink.samples] == [warmups or None, *[None] * 3]
+    assert leftovers_of(os.getpid()) == []

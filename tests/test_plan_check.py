@@ -78,6 +78,21 @@ def test_cases_places_and_wall_times_follow_from_the_plan(tmp_path: Path) -> Non
     assert guest.ok and fleet.ok and "any host" in fleet.how
 
 
+def test_warmups_count_once_here_and_once_per_boot(tmp_path: Path) -> None:
+    """A warm-up is about a sample long: once per session, and a kernel plan's session is a
+    boot."""
+    run = check_plan(write(tmp_path, PLAN)).times[0]
+    warm = check_plan(write(tmp_path, PLAN + "warmups: 2\n")).times[0]
+    assert run.seconds is not None and warm.seconds is not None
+    assert warm.seconds - run.seconds == pytest.approx(2 * run.seconds / run.samples)
+    kernels = PLAN.replace("  a: {}", "  a: {kernel: 6.1.0-47-cloud-amd64}")
+    one = check_plan(write(tmp_path, kernels)).times[0]
+    booted = check_plan(write(tmp_path, kernels + "warmups: 1\n")).times[0]
+    assert one.seconds is not None and booted.seconds is not None and booted.boots > 1
+    per = one.seconds / one.samples
+    assert booted.seconds - one.seconds == pytest.approx(booted.boots * per)
+
+
 def test_text_and_json_forms(tmp_path: Path) -> None:
     path = write(tmp_path, PLAN)
     code, text, _ = invoke("plan", "check", path)

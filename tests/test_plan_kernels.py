@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from iolab.errors import PlanError
-from iolab.kernels.order import boot_schedule, design_note, paired_orders
+from iolab.kernels.order import boot_schedule, paired_orders
 from iolab.plan import load_plan
 
 BASE = """\
@@ -69,12 +69,40 @@ def test_kernel_matrix_dimension(tmp_path: Path) -> None:
         ("variants:\n  a: {kernel: 6.1.0-1, cmdline: 'x=\"1\"'}\n", "command line word"),
         ("variants:\n  a: {kernel: {cmdline: quiet}}\n", "needs release"),
         ("reboot: sometimes\n", "reboot"),
+        ("warmups: -1\n", "warmups"),
+        ("warmups: 101\n", "at most 100 warm-up samples"),
+        ("warmups: once\n", "warmups"),
     ],
 )
 def test_bad_kernel_forms_are_one_line(tmp_path: Path, extra: str, needle: str) -> None:
     with pytest.raises(PlanError) as caught:
         load_plan(write(tmp_path, BASE + extra))
     assert needle in caught.value.message and "\n" not in caught.value.message
+
+
+def test_warmups_default_none_and_a_profile_may_set_them(tmp_path: Path) -> None:
+    text = BASE + "variants:\n  a: {kernel: 6.1.0-47-cloud-amd64}\n  b: {}\nreboot: per-switch\n"
+    assert load_plan(write(tmp_path, text)).warmups == 0
+    text += "warmups: 1\nprofiles:\n  quick: {warmups: 0}\n"
+    assert load_plan(write(tmp_path, text)).warmups == 1
+    assert load_plan(write(tmp_path, text), "quick").warmups == 0
+
+
+def test_the_replication_line_counts_the_warmups() -> None:
+    from iolab.kernels.design import boot_design
+    from iolab.model.sample import Sample
+
+    def sample(boot: str, warmups: int | None) -> Sample:
+        s = Sample(run_id=1, provenance={"boot": {"boot_id": boot}})
+        if warmups:
+            s.provenance["warmups"] = warmups
+        return s
+
+    line = boot_design([sample("x", 1), sample("y", 1), sample("y", None)])
+    assert line is not None and line.startswith("replication: reboot per switch (3 samples")
+    assert line.endswith("; 2 unmeasured warm-up samples before them (the plan's warmups)")
+    plain = boot_design([sample("x", None), sample("y", None)])
+    assert plain is not None and "warm-up" not in plain
 
 
 def test_run_without_a_worker_is_refused_exit_2_and_stores_nothing(tmp_path: Path) -> None:
@@ -122,7 +150,6 @@ def test_boot_schedule_per_sample_and_per_switch(tmp_path: Path) -> None:
     orders = [[0, 1], [1, 0]]
     every = boot_schedule(plan, orders)
     assert [s.boot for s in every] == [True] * 4
-    assert design_note(plan, every).startswith("one boot per sample (4 boots")
     switch = boot_schedule(plan, orders, reboot="per-switch")
     # a b | b a: the second block starts on the kernel the first ended on
     assert [s.boot for s in switch] == [True, True, False, True]

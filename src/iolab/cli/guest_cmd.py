@@ -76,9 +76,21 @@ def build(kernels: tuple[str, ...] | None) -> None:
     help="Give up (and stop the guest) after this long.",
 )
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
+@click.option(
+    "--cpus",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Virtual CPUs (under TCG, one host thread each).",
+)
 @click.argument("script", type=click.Path(dir_okay=False, allow_dash=True))
 def run(
-    kernel: str | None, files: tuple[str, ...], timeout_s: float, memory_mib: int, script: str
+    kernel: str | None,
+    files: tuple[str, ...],
+    timeout_s: float,
+    memory_mib: int,
+    cpus: int,
+    script: str,
 ) -> None:
     """Boot a throw-away guest, run SCRIPT (bash) in it as root, print its output and exit
     with its status.  --file FILEs are in /run/iolab-cmd beside it.
@@ -95,7 +107,13 @@ def run(
     release = kernel or recipe.DEFAULT_KERNELS[-1]
     img = image.ensure(recipe.recipe_for((release,)), _log)
     result = guest_run.run_script(
-        img, release, text, files=_files(files), timeout_s=timeout_s, memory_mib=memory_mib
+        img,
+        release,
+        text,
+        files=_files(files),
+        timeout_s=timeout_s,
+        memory_mib=memory_mib,
+        cpus=cpus,
     )
     for boot in result.boots:
         _log(f"guest: boot {boot.release} {boot.boot_id}")

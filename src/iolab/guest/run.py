@@ -131,6 +131,7 @@ def run_script(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     memory_mib: int = 1024,
     append: str = "",
+    cpus: int = 1,
 ) -> GuestRun:
     """Boot `kernel` of `image`, run `script` (bash) in it, power off; `files` are beside it
     in /run/iolab-cmd.  Raises GuestError if it does not end with an exit status in time."""
@@ -157,6 +158,7 @@ def run_script(
             console=work / "console",
             pidfile=work / "qemu.pid",
             memory_mib=memory_mib,
+            cpus=cpus,
         )
         proc = vm.start(spec, work / "qemu.log")
         try:

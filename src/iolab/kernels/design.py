@@ -18,12 +18,15 @@ def boot_design(samples: Sequence[Sample]) -> str | None:
     if not booted:
         return None
     boots = {str(s.provenance["boot"].get("boot_id")) for s in booted}
+    warm = sum(int(s.provenance.get("warmups") or 0) for s in booted)
+    warmed = f"; {warm} unmeasured warm-up samples before them (the plan's warmups)" if warm else ""
     if len(boots) == len(booted):
         return (
             f"replication: one boot per sample ({len(booted)} samples, {len(boots)} boots); "
-            "kernel samples in balanced ABBA/BAAB orders"
+            "kernel samples in balanced ABBA/BAAB orders" + warmed
         )
     return (
         f"replication: reboot per switch ({len(booted)} samples in {len(boots)} boots); "
         "samples sharing a boot are not independent replicates, so intervals may be too narrow"
+        + warmed
     )

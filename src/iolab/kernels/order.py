@@ -78,14 +78,3 @@ def boot_schedule(
                 current = wanted
             slots.append(Slot(b, position, index, case.kernel, case.kernel_cmdline, boot))
     return slots
-
-
-def design_note(plan: Plan, slots: Sequence[Slot]) -> str:
-    """What a report says about the replication design actually used."""
-    boots = sum(s.boot for s in slots)
-    if plan.reboot == "per-sample":
-        return f"one boot per sample ({boots} boots for {len(slots)} samples)"
-    return (
-        f"reboot per switch: {boots} boots for {len(slots)} samples; samples sharing a boot "
-        "are not independent replicates"
-    )

@@ -16,6 +16,7 @@ way out whatever happens, from the journal.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import re
 import signal
@@ -48,6 +49,8 @@ from iolab.model.sample import case_key as model_case_key
 from iolab.monitors.base import Monitor, MonitorContext, Reading
 from iolab.plan.model import Case, FilesystemSpec, Plan, TargetSpec, WorkloadSpec
 from iolab.plan.placeholders import render_workload, uses_commit
+
+logger = logging.getLogger("iolab.lab")
 
 WORK_ROOT = Path("/run/iolab/work")
 # kernel log lines worth quoting in a failed sample's reason
@@ -169,6 +172,7 @@ class LabSession:
     failures: int = 0
     _targets: dict[TargetSpec, _TargetState] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
+    _warmed: bool = False  # the plan's warm-up samples have run in this session
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -265,8 +269,27 @@ class LabSession:
             started_at=datetime.now(UTC),
             host=self.host or socket.gethostname(),
         )
-        journal = self._journal()
         self._target(case.target)  # made once per run, outside the sample's undo scope
+        warmed = not self._warmed and self.plan.warmups > 0
+        if not self._warmed:
+            self._warm_up(case, sample)
+            sample.started_at = datetime.now(UTC)
+        self._undone(case, sample)
+        if warmed:  # what came before it in this session, for whoever reads its provenance
+            sample.provenance["warmups"] = self.plan.warmups
+        sample.finished_at = datetime.now(UTC)
+        if sample.status != "ok":
+            self.failures += 1
+        else:
+            self._check_kpis(sample)
+        sample.id = self.sink.add_sample(sample)
+        self.reporter.sample_done(sample, case)
+        return sample
+
+    def _undone(self, case: Case, sample: Sample) -> None:
+        """Measure `case` into `sample` inside an undo scope of the journal: a failure is the
+        sample's status; a change the journal could not undo is the session's end."""
+        journal = self._journal()
         try:
             with journal.scope(), kmsg.KernelLog() as log:
                 try:
@@ -281,14 +304,27 @@ class LabSession:
                 errors = list(journal.errors)
                 journal.errors.clear()
                 raise LabError(f"could not restore the machine after a sample: {errors[0]}")
-        sample.finished_at = datetime.now(UTC)
-        if sample.status != "ok":
-            self.failures += 1
-        else:
-            self._check_kpis(sample)
-        sample.id = self.sink.add_sample(sample)
-        self.reporter.sample_done(sample, case)
-        return sample
+
+    def _warm_up(self, case: Case, first: Sample) -> None:
+        """The plan's `warmups`: unmeasured samples of the session's first case before its
+        first measured one, each prepared, run and undone as a sample is, none stored.  The
+        first sample on a fresh boot and a fresh target runs slow and scattered (in a TCG
+        guest, 12-38% below the rest of its boot); a block whose sample pays for that
+        measures the warm-up, not the kernel."""
+        self._warmed = True
+        for n in range(1, self.plan.warmups + 1):
+            scratch = Sample(
+                run_id=first.run_id,
+                variant=first.variant,
+                cell=dict(first.cell),
+                block=first.block,
+                position=first.position,
+                started_at=datetime.now(UTC),
+                host=first.host,
+            )
+            self._undone(case, scratch)
+            what = scratch.reason if scratch.status != "ok" else "done"
+            logger.info("warm-up %d/%d of %s: %s", n, self.plan.warmups, case.key, what)
 
     def _check_kpis(self, sample: Sample) -> None:
         """Say once when a KPI is not among a sample's metrics, naming the near misses — e.g.

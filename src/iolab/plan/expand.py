@@ -59,6 +59,7 @@ PLAN_KEYS = (
     "profiles",
     "allow_paths",
     "reboot",
+    "warmups",
     "requires",
 )
 PROFILE_KEYS = tuple(
@@ -68,6 +69,7 @@ DEFAULT_REPEAT = 5
 # Upper bounds a plan must stay within: beyond them it is a mistake (or hostile), not a plan.
 MAX_PLAN_BYTES = 1 << 20
 MAX_REPEAT = 10_000
+MAX_WARMUPS = 100
 MAX_CASES = 10_000
 # Matrix dimensions whose name alone says what they set.
 DIMENSION_PATHS = {
@@ -242,6 +244,7 @@ class _Builder:
             baseline=baseline,
             matrix={d.name: tuple(str(v.value) for v in d.values) for d in dims},
             reboot=self._reboot(entries),
+            warmups=self._warmups(entries),
             requires=read_requires(present(self.root.items(), "requires")),
         )
 
@@ -262,6 +265,13 @@ class _Builder:
         if node is not None and repeat > MAX_REPEAT:
             node.fail(f"at most {MAX_REPEAT} blocks, got {repeat}")
         return repeat
+
+    def _warmups(self, entries: dict[str, Node]) -> int:
+        node = present(entries, "warmups")
+        warmups = 0 if node is None else read_int(node, 0)
+        if node is not None and warmups > MAX_WARMUPS:
+            node.fail(f"at most {MAX_WARMUPS} warm-up samples, got {warmups}")
+        return warmups
 
     def _seed(self, entries: dict[str, Node]) -> int | None:
         node = present(entries, "seed")

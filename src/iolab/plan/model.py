@@ -244,6 +244,10 @@ class Plan:
     # with kernels: a boot before every sample (the boot is the unit of replication), or
     # only when the kernel changes (docs/kernels.md)
     reboot: Reboot = "per-sample"
+    # unmeasured samples before the first measured one of each lab session (a run's start on
+    # a host, every boot of a kernel plan): a fresh boot and a fresh target run slow and
+    # scattered at first, and a sample that pays for that is noise (docs/plans.md)
+    warmups: int = 0
 
     @property
     def switches_kernels(self) -> bool:

@@ -124,11 +124,15 @@ def _wall_time(how: str, plan: Plan, blocks: int) -> WallTime:
 
         orders = paired_orders(len(plan.cases), blocks, 0)
         boots = sum(slot.boot for slot in boot_schedule(plan, orders))
+    # the plan's warm-up samples: before the first sample of each session (one here, one
+    # per boot on a host that boots kernels), each about as long as an average sample
+    sessions = max(1, boots)
+    warm = plan.warmups * sessions * sum(line.seconds for line in lines) / max(1, len(lines))
     return WallTime(
         how=how,
         blocks=blocks,
         samples=blocks * len(lines),
-        seconds=blocks * sum(line.seconds for line in lines),
+        seconds=blocks * sum(line.seconds for line in lines) + warm,
         at_most=any(line.bounded for line in lines),
         boots=boots,
     )
