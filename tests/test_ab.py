@@ -151,6 +151,7 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
         samples = store.samples(run_id=run.id)
     assert run.status == "finished" and run.meta["ab"]["max_blocks"] == 4
     assert run.meta["ab"]["stake_blocks"] == 2
+    assert run.meta["ab"]["sign_bets"] is True  # a 2-block budget bets on signs too
     assert sorted(s.block or 0 for s in samples) == [1, 1, 2, 2, 3, 3, 4, 4]
     (state,) = json.loads(done.stdout)["groups"][0]["sequential"]
     assert state["n_blocks"] == 4
@@ -161,6 +162,24 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
     )
     assert state["e_value"] == pytest.approx(again.e_value, rel=1e-12)
     assert state["estimate_pct"] == pytest.approx(again.estimate_pct, rel=1e-12)
+
+
+def test_a_run_stored_without_sign_bets_resumes_without_them() -> None:
+    """The bettors are fixed before the first block: a run begun before sign bets existed
+    (no `sign_bets` in its meta) goes on with the signed-rank bettors alone, whatever its
+    budget; one begun with them keeps them."""
+    from datetime import UTC, datetime
+
+    from iolab.model.sample import RunInfo
+    from iolab.runs.meta import ab_settings
+
+    ab = {"alpha": 0.05, "margin_pct": 1.0, "max_blocks": 10, "stake_blocks": 10}
+    old = RunInfo(1, "ab", None, "interrupted", datetime.now(UTC), meta={"ab": ab})
+    assert ab_settings(old).sign_bets is False
+    new = RunInfo(
+        2, "ab", None, "interrupted", datetime.now(UTC), meta={"ab": {**ab, "sign_bets": True}}
+    )
+    assert ab_settings(new).sign_bets is True
 
 
 def test_ab_brief_names_its_report_and_what_to_try_next(

@@ -73,6 +73,13 @@ def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
     fired = timing.parts({**stamps, "fired_at": boot_at - 2.5}, sample_started_at=boot_at + 30.0)
     assert fired["load and hand-over"] == 1.5 and fired["shutdown and kexec"] == 2.5
     assert fired["from the boot command"] == 32.5 and fired["total"] == 34.0
+    # warm-ups before the sample: the switch ends where the lab began (measure_s), and the
+    # warm-up is its own part
+    warm = timing.parts(
+        {**stamps, "fired_at": boot_at - 2.5}, sample_started_at=boot_at + 52.0, warmed=True
+    )
+    assert warm["warm-up (not measured)"] == 25.0
+    assert warm["total"] == 31.0 and warm["from the boot command"] == 29.5
 
 
 def test_the_worker_undoes_a_killed_processs_changes_in_its_own_process(

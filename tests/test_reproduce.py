@@ -615,9 +615,12 @@ def test_robot_fsmark_mail_reproduces_as_fio_with_kernel_variants(tmp_path: Path
     assert [k.metric for k in plan.kpis] == ["write.iops"]
     job = plan.cases[0].workload.fio_text or ""
     assert "nrfiles=1024" in job and "numjobs=1" in job, job
+    # a kernel A/B: one unmeasured sample after each boot (on this host's kernel: none)
+    assert plan.warmups == 1
     quick = load_plan(str(path), "quick")
     assert all(c.kernel_commit is None for c in quick.cases)
     assert "nrfiles=64" in (quick.cases[0].workload.fio_text or "")
+    assert quick.warmups == 0
     # another sync method is refused in one line
     other = mail.read_text().replace("fsyncBeforeClose", "syncPostReverseFsync")
     with pytest.raises(IolabError, match="only fsyncBeforeClose and NoSync"):

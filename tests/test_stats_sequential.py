@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from iolab.stats import MetricInput, SequentialDecision, compare_metric
-from iolab.stats.sequential import MAX_STAKE, STAKE_RATIO, _Bettors, stake_grid
+from iolab.stats.sequential import (
+    MAX_STAKE,
+    SIGN_BETS_UP_TO,
+    STAKE_RATIO,
+    _Bettors,
+    sign_bets_for,
+    stake_grid,
+)
 
 ALPHA = 0.05
 
@@ -113,10 +120,12 @@ def test_rejects_non_positive_values() -> None:
         SequentialDecision("write.iops").update([(0.0, 1.0)])
 
 
-def test_wealth_is_a_fair_game_over_every_sign_pattern() -> None:
+@pytest.mark.parametrize("sign_bets", [False, True])
+def test_wealth_is_a_fair_game_over_every_sign_pattern(sign_bets: bool) -> None:
     """The validity argument, checked exactly: with the block magnitudes fixed and the signs
     fair coins (what the lab's random order guarantees under no difference), the mean final
-    wealth over all 2^n sign patterns is 1 for every null and both directions."""
+    wealth over all 2^n sign patterns is 1 for every null and both directions — with the
+    bettors on the sign beside the signed-rank ones too."""
     rng = np.random.default_rng(11)
     n = 10
     magnitudes = np.abs(rng.normal(0, 0.05, n))
@@ -124,13 +133,40 @@ def test_wealth_is_a_fair_game_over_every_sign_pattern() -> None:
     total_up = total_down = 0.0
     for pattern in range(2**n):
         signs = np.array([1.0 if pattern >> i & 1 else -1.0 for i in range(n)])
-        bettors = _Bettors(nulls, stake_grid(40, ALPHA))
+        bettors = _Bettors(nulls, stake_grid(40, ALPHA), sign_bets)
         for d in signs * magnitudes:
             bettors.update(float(d))
         total_up += float(np.exp(bettors.log_up[0]))
         total_down += float(np.exp(bettors.log_down[0]))
     assert total_up / 2**n == pytest.approx(1.0, rel=1e-9)
     assert total_down / 2**n == pytest.approx(1.0, rel=1e-9)
+
+
+def test_a_small_budget_bets_on_signs_and_decides_a_large_change_sooner() -> None:
+    """Ten blocks of a -50% change, all the same way, magnitudes scattered as under TCG: the
+    signed-rank bettors alone pass 1/alpha at the 8th block on this draw (their score is a
+    block's rank among those so far); with the sign bettors beside them (what a budget of
+    10 gets) the 7th decides.  A large budget keeps the signed-rank bettors alone."""
+    rng = np.random.default_rng(30)
+    pairs = []
+    for _ in range(10):
+        a = 250.0 * float(np.exp(rng.normal(0, 0.17)))
+        pairs.append((a, 0.5 * a * float(np.exp(rng.normal(0, 0.17)))))
+    assert sign_bets_for(10) and sign_bets_for(SIGN_BETS_UP_TO)
+    assert not sign_bets_for(SIGN_BETS_UP_TO + 1) and not sign_bets_for(None)
+
+    def decided_at(**kw: object) -> int:
+        seq = SequentialDecision("write.iops", max_blocks=10, **kw)  # type: ignore[arg-type]
+        for pair in pairs:
+            state = seq.update([pair])
+            if state.done:
+                assert state.verdict == "regression"
+                return state.n_blocks
+        return 11
+
+    assert decided_at() == 7  # a budget of 10 bets on signs by itself
+    assert decided_at(sign_bets=False) == 8
+    assert not SequentialDecision("write.iops", max_blocks=200).sign_bets
 
 
 @pytest.mark.parametrize("budget", [1, 12, 40, 200, 1000, None])

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from iolab.model.sample import Sample
 from iolab.plan.model import Case, Plan
+from iolab.runs.meta import AbSettings
 from iolab.stats.sequential import SequentialDecision
 from iolab.store.store import Store
 
@@ -30,9 +31,7 @@ class Contrast:
         return f"{where}: {what}" if where else what
 
 
-def contrasts(
-    plan: Plan, alpha: float, margin: float, max_blocks: int, stake_blocks: int
-) -> list[Contrast]:
+def contrasts(plan: Plan, settings: AbSettings) -> list[Contrast]:
     """Baseline against every other variant, in every matrix cell, one decision per KPI."""
     baseline = plan.baseline or plan.variants[0]
     out: list[Contrast] = []
@@ -48,10 +47,11 @@ def contrasts(
                 contrast.decisions[kpi.metric] = SequentialDecision(
                     kpi.metric,
                     direction=kpi.direction,
-                    alpha=alpha,
-                    margin_pct=margin,
-                    max_blocks=max_blocks,
-                    stake_blocks=stake_blocks,
+                    alpha=settings.alpha,
+                    margin_pct=settings.margin_pct,
+                    max_blocks=settings.max_blocks,
+                    stake_blocks=settings.stake_blocks,
+                    sign_bets=settings.sign_bets,
                 )
             out.append(contrast)
     return out

@@ -28,6 +28,7 @@ from iolab.report.model import Report
 from iolab.runs import lifecycle
 from iolab.runs.blocks import BlockSource, LocalBlocks
 from iolab.runs.meta import DEFAULT_MAX_BLOCKS, AbOutcome, AbSettings, KpiOutcome, ab_settings
+from iolab.stats.sequential import sign_bets_for
 from iolab.stats.types import SequentialState
 from iolab.store.store import Store
 
@@ -59,7 +60,7 @@ def check_plan(plan: Plan) -> None:
         raise PlanError(f"{where}: `iolab ab` needs a plan with at least two variants")
     if not plan.kpis:
         raise PlanError(f"{where}: `iolab ab` needs kpis: the metrics to decide on")
-    if not contrasts(plan, 0.05, 1.0, 1, 1):
+    if not contrasts(plan, AbSettings(0.05, 1.0, 1, 1, None)):
         raise PlanError(f"{where}: no matrix cell holds the baseline and another variant")
 
 
@@ -118,8 +119,15 @@ def start(store: Store, request: NewAb) -> AbSetup:
         raise ValueError(f"a plan checked for a {checked.kind} run, not for an A/B")
     plan = checked.plan
     budget = request.max_blocks if request.max_blocks is not None else DEFAULT_MAX_BLOCKS
-    settings = AbSettings(request.alpha, request.margin_pct, budget, budget, request.max_time_s)
-    items = contrasts(plan, request.alpha, request.margin_pct, budget, budget)
+    settings = AbSettings(
+        request.alpha,
+        request.margin_pct,
+        budget,
+        budget,
+        request.max_time_s,
+        sign_bets=sign_bets_for(budget),
+    )
+    items = contrasts(plan, settings)
     run = lifecycle.start(store, checked, label=request.label, tags=request.tags)
     store.update_run_meta(run.run_id, settings.to_meta())
     kernels = request.kernels
@@ -149,9 +157,14 @@ def resume(store: Store, request: ResumedAb) -> AbSetup:
     recorded = ab_settings(store.run(run_id))
     budget = request.max_blocks if request.max_blocks is not None else recorded.max_blocks
     settings = AbSettings(
-        recorded.alpha, recorded.margin_pct, budget, recorded.stake_blocks, request.max_time_s
+        recorded.alpha,
+        recorded.margin_pct,
+        budget,
+        recorded.stake_blocks,
+        request.max_time_s,
+        sign_bets=recorded.sign_bets,
     )
-    items = contrasts(run.plan, settings.alpha, settings.margin_pct, budget, settings.stake_blocks)
+    items = contrasts(run.plan, settings)
     last = replay(store, run_id, items, whole_blocks=run.plan.switches_kernels)
     if last >= budget and not all_decided(items):
         raise IolabError(

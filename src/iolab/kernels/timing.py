@@ -89,12 +89,16 @@ PARTS = (
 )
 
 
-def parts(switch: dict[str, float], sample_started_at: float | None = None) -> dict[str, float]:
+def parts(
+    switch: dict[str, float], sample_started_at: float | None = None, *, warmed: bool = False
+) -> dict[str, float]:
     """Durations (seconds) of a switch's parts, from the stamps of `stamps` (a part whose
     two ends are not both known is left out); `total` runs from the request to the sample's
     start (its `started_at`, wall clock) when given — the install before the request is not
     in it, it is its own part — `from the boot command` from `systemctl kexec` (or the boot
-    hook) to the same start, and `multi_user` is systemd's own figure."""
+    hook) to the same start, and `multi_user` is systemd's own figure.  A sample `warmed`
+    (the plan's `warmups` ran before it) has its switch end where the lab began, at the
+    warm-up: the warm-up is a part of its own, a cost of the design, not of the switch."""
     at = dict(switch)
     if "boot_at" in at:  # wall-clock stamps as seconds since boot, to subtract them
         for key in ("requested_at", "fired_at"):
@@ -105,12 +109,16 @@ def parts(switch: dict[str, float], sample_started_at: float | None = None) -> d
     for name, a, b in PARTS:
         if a in at and b in at and name not in out:
             out[name] = round(at[b] - at[a], 1)
+    end = sample_started_at
+    if warmed and sample_started_at is not None and "boot_at" in switch and "measure_s" in at:
+        end = switch["boot_at"] + at["measure_s"]
+        out["warm-up (not measured)"] = round(sample_started_at - end, 1)
     if at.get("install_s"):
         out["fetch and install (dpkg -i)"] = round(at["install_s"], 1)
     if "multi_user_s" in at:
         out["multi_user"] = round(at["multi_user_s"], 1)
-    if sample_started_at is not None and "requested_at" in switch:
-        out["total"] = round(sample_started_at - switch["requested_at"], 1)
-    if sample_started_at is not None and "fired_at" in switch:
-        out["from the boot command"] = round(sample_started_at - switch["fired_at"], 1)
+    if end is not None and "requested_at" in switch:
+        out["total"] = round(end - switch["requested_at"], 1)
+    if end is not None and "fired_at" in switch:
+        out["from the boot command"] = round(end - switch["fired_at"], 1)
     return out

@@ -209,6 +209,7 @@ def _sequential(
             margin_pct=settings.margin_pct,
             max_blocks=settings.max_blocks,
             stake_blocks=settings.stake_blocks,
+            sign_bets=settings.sign_bets,
         )
         points: list[SequentialPoint] = []
         stopped_at: int | None = None

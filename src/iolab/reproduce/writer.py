@@ -148,6 +148,10 @@ def render(draft: Draft) -> str:
         out.ref(2, draft.fill_ref, "the --create_only pre-pass")
         out.key(2, "fill")
         out.block(4, "fio", draft.fill_text)
+    kernels = any("kernel" in v.overrides for v in draft.variants)
+    if kernels:
+        out.note(0, "iolab's choice: one unmeasured sample after each boot (docs/plan.md)")
+        out.key(0, "warmups", 1)
     out.note(0, draft.kpi_note)
     out.key(0, "kpis", draft.kpis)
     if draft.timeout:
@@ -166,6 +170,8 @@ def render(draft: Draft) -> str:
     if draft.quick_here:
         out.note(4, draft.quick_here)
         out.lines += ["    variants: null", "    baseline: null"]
+        if kernels:
+            out.key(4, "warmups", 0)
     if draft.quick_vars:
         out.key(4, "vars", dict(draft.quick_vars))
     if draft.quick_timeout:

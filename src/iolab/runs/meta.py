@@ -103,6 +103,9 @@ class AbSettings:
     max_blocks: int
     stake_blocks: int  # the budget the stakes were sized for: kept when a resume changes it
     max_time_s: float | None
+    # bettors on the sign beside the signed-rank ones (stats.sequential.sign_bets_for the
+    # stakes' budget when the run began; a run stored without it began without them)
+    sign_bets: bool = False
 
     def to_meta(self) -> dict[str, Any]:
         return {
@@ -112,6 +115,7 @@ class AbSettings:
                 "max_blocks": self.max_blocks,
                 "stake_blocks": self.stake_blocks,
                 "max_time_s": self.max_time_s,
+                "sign_bets": self.sign_bets,
             }
         }
 
@@ -129,6 +133,7 @@ def ab_settings(run: RunInfo) -> AbSettings:
             max_blocks=max_blocks,
             stake_blocks=int(recorded.get("stake_blocks", max_blocks)),
             max_time_s=float(time_limit) if time_limit is not None else None,
+            sign_bets=recorded.get("sign_bets") is True,
         )
     except (KeyError, TypeError, ValueError):
         raise IolabError(f"run {run.id} has no recorded ab settings; cannot resume it") from None
