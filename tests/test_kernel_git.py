@@ -370,20 +370,25 @@ def stored_bisect(
 def test_a_bisect_stored_before_the_grade_was_recorded_resumes_randomized(
     tmp_path: Path,
 ) -> None:
-    """A run's meta names its step grade; one without it ran the randomized grade (the only
-    one then), and resumes with it, so its replay retraces its own steps."""
+    """A run's meta names its step grade and whether its tests bet on signs; one without
+    them ran the randomized grade and the signed ranks alone (all there was then), and
+    resumes with them, so its replay retraces its own steps."""
+    from iolab.stats.sequential import sign_bets_for
     from iolab.store.store import Store
 
     store, run_id, _ = stored_bisect(tmp_path, [{0: 100.0, 4: 50.0}])
     assert isinstance(store, Store)
     with store:
-        assert bisect.resume(store, run_id).settings.grade == "classify"
+        stored = bisect.resume(store, run_id)
+        assert stored.settings.grade == "classify"
+        assert stored.settings.sign_bets == sign_bets_for(stored.settings.max_blocks)
         meta = dict(store.run(run_id).meta["bisect"])
-        del meta["grade"]
+        del meta["grade"], meta["sign_bets"]
         store.update_run_meta(run_id, {"bisect": meta})
         resumed = bisect.resume(store, run_id)
         assert resumed.settings.grade == "randomized"
         assert resumed.engine.s.grade == "randomized"
+        assert resumed.engine.s.sign_bets is False
 
 
 def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(

@@ -58,6 +58,7 @@ class Settings:
     search: SearchKind = "probabilistic"
     query_alpha: float | None = None  # probabilistic search only; default alpha / 5
     grade: GradeKind = "classify"
+    sign_bets: bool = False  # the ends' and the verification's tests bet on signs too
 
 
 # the classified steps learn the noise from the ends' blocks: ends shown to differ sooner
@@ -126,6 +127,7 @@ class Bisection:
             margin_pct=self.s.margin_pct,
             max_blocks=self.s.max_blocks,
             track_interval=self._track,
+            sign_bets=self.s.sign_bets,
         )
 
     # -- what next ------------------------------------------------------------------------

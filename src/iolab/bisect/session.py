@@ -44,6 +44,7 @@ from iolab.model.sample import Sample
 from iolab.plan.model import Plan
 from iolab.runs import lifecycle
 from iolab.runs.blocks import BlockSource, LocalBlocks
+from iolab.stats.sequential import sign_bets_for
 from iolab.store.store import Store
 
 
@@ -224,6 +225,7 @@ def start(store: Store, checked: Checked) -> Session:
         max_blocks=req.max_blocks,
         search=req.search,
         grade=req.grade,
+        sign_bets=sign_bets_for(req.max_blocks),
         template_sha256=req.plan.sha256,
         repo=None if req.repo is None else str(req.repo.resolve()),
         build=req.build,

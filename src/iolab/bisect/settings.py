@@ -49,6 +49,8 @@ class BisectSettings:
     fleet: str | None = None
     regression: int | None = None  # the registry entry its result is recorded on
     grade: GradeKind = "classify"  # how a step grades (a run stored without it: randomized)
+    # the ends' and the verification's tests bet on signs too (a run stored without: no)
+    sign_bets: bool = False
 
     @property
     def builds_key(self) -> str:
@@ -64,6 +66,7 @@ class BisectSettings:
                 max_blocks=self.max_blocks,
                 search=self.search,
                 grade=self.grade,
+                sign_bets=self.sign_bets,
             ),
             kpi=self.kpi,
         )
@@ -86,6 +89,7 @@ class BisectSettings:
                 "fleet": self.fleet,
                 "regression": self.regression,
                 "grade": self.grade,
+                "sign_bets": self.sign_bets,
             }
         }
 
@@ -119,6 +123,7 @@ class BisectSettings:
                 fleet=None if s.get("fleet") is None else str(s["fleet"]),
                 regression=None if s.get("regression") is None else int(s["regression"]),
                 grade="classify" if s.get("grade") == "classify" else "randomized",
+                sign_bets=s.get("sign_bets") is True,
             )
         except (KeyError, TypeError, ValueError):
             raise IolabError(
