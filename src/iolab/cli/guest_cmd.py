@@ -28,6 +28,16 @@ def _files(paths: tuple[str, ...]) -> dict[str, bytes]:
     return out
 
 
+# `guest run` and `guest up` take the same option
+_CPUS = click.option(
+    "--cpus",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Virtual CPUs (under TCG, one host thread each).",
+)
+
+
 @click.group("guest")
 def command() -> None:
     """QEMU guests booting real Debian kernels: build the image, run a script, fleet hosts.
@@ -76,13 +86,7 @@ def build(kernels: tuple[str, ...] | None) -> None:
     help="Give up (and stop the guest) after this long.",
 )
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
-@click.option(
-    "--cpus",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Virtual CPUs (under TCG, one host thread each).",
-)
+@_CPUS
 @click.argument("script", type=click.Path(dir_okay=False, allow_dash=True))
 def run(
     kernel: str | None,
@@ -147,13 +151,7 @@ def run(
 )
 @click.option("--file", "files", multiple=True, metavar="FILE", help="In /run/iolab-cmd.")
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
-@click.option(
-    "--cpus",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Virtual CPUs (under TCG, one host thread each).",
-)
+@_CPUS
 @click.option(
     "--wait",
     "wait_s",
