@@ -382,29 +382,10 @@ def test_interrupted_ab_restores_the_machine_and_resumes(
     assert state["n_blocks"] == len(complete) >= 2
 
 
-WARM_PLAN = """\
-name: warm
-target: {size: 48M}
-filesystem: {type: ext4, mkfs_options: -m 1}
-workload:
-  fio: |
-    [w]
-    filename={mnt}/f
-    size=2M
-    bs=16k
-    rw=randwrite
-    ioengine=psync
-    runtime=200ms
-    time_based=1
-variants: {a: {}, b: {fio: {bs: 8k}}}
-repeat: 2
-kpis: [write.iops]
-"""
-
-
 @pytest.mark.parametrize("warmups", [0, 2])
 def test_warmups_run_whole_samples_before_the_first_and_store_none(
     tmp_path: Path,
+    lab: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     warmups: int,
@@ -419,15 +400,14 @@ def test_warmups_run_whole_samples_before_the_first_and_store_none(
     from iolab.lab.runner import LabSession
     from iolab.plan import load_plan
 
-    monkeypatch.setenv("IOLAB_JOURNAL_DIR", str(tmp_path / "journal"))
-    path = tmp_path / "warm.yaml"
-    path.write_text(WARM_PLAN + f"warmups: {warmups}\n")
+    monkeypatch.setenv("IOLAB_JOURNAL_DIR", lab["IOLAB_JOURNAL_DIR"])
+    path = write_plan(tmp_path, runtime="200ms", extra=f"warmups: {warmups}\n")
     plan = load_plan(str(path))
     assert plan.warmups == warmups
     sink = BufferSink(threading.Event())
-    with caplog.at_level(logging.INFO, logger="iolab.lab"), LabSession(plan, sink, 1, 7) as lab:
-        lab.run_block(1)
-        lab.run_block(2)
+    with caplog.at_level(logging.INFO, logger="iolab.lab"), LabSession(plan, sink, 1, 7) as s:
+        s.run_block(1)
+        s.run_block(2)
     warm = [r.getMessage() for r in caplog.records if r.name == "iolab.lab"]
     first = sink.samples[0]
     assert warm == [f"warm-up {n}/{warmups} of {first.variant}: done" for n in (1, 2)][:warmups]

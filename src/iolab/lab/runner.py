@@ -172,7 +172,7 @@ class LabSession:
     failures: int = 0
     _targets: dict[TargetSpec, _TargetState] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
-    _warmed: bool = False  # the plan's warm-up samples have run in this session
+    _warmed: bool = False  # the session has begun its first sample (after any warm-ups)
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -271,7 +271,8 @@ class LabSession:
         )
         self._target(case.target)  # made once per run, outside the sample's undo scope
         warmed = not self._warmed and self.plan.warmups > 0
-        if not self._warmed:
+        self._warmed = True
+        if warmed:
             self._warm_up(case, sample)
             sample.started_at = datetime.now(UTC)
         self._undone(case, sample)
@@ -311,7 +312,6 @@ class LabSession:
         first sample on a fresh boot and a fresh target runs slow and scattered (in a TCG
         guest, 12-38% below the rest of its boot); a block whose sample pays for that
         measures the warm-up, not the kernel."""
-        self._warmed = True
         for n in range(1, self.plan.warmups + 1):
             scratch = Sample(
                 run_id=first.run_id,
