@@ -221,6 +221,19 @@ def test_install_hook_placeholders() -> None:
     assert not hooks.uses_artifacts(["apt-get", "install", "{package}"])
 
 
+def test_the_kexec_loads_an_initrd_only_when_the_release_has_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hooks, "BOOT_DIR", tmp_path)
+    target = hooks.Target(REL, "root=/dev/vda rw")
+    load, jump = hooks.default_boot(target)
+    assert load == ["kexec", "-l", f"{tmp_path}/vmlinuz-{REL}", "--command-line=root=/dev/vda rw"]
+    assert jump == ["systemctl", "kexec"]
+    (tmp_path / f"initrd.img-{REL}").write_bytes(b"")
+    load, _ = hooks.default_boot(target)
+    assert load[3] == f"--initrd={tmp_path}/initrd.img-{REL}"
+
+
 def test_a_built_kernel_is_fetched_and_installed_only_while_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

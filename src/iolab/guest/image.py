@@ -196,6 +196,9 @@ site=$(echo "$root"/opt/iolab/venv/lib/python3*/site-packages)
 mv "$root/opt/iolab/venv.pth" "$site/iolab-src.pth"
 mkdir -p "$root/opt/iolab/src"
 ln -sf /opt/iolab/bin/iolab "$root/usr/local/bin/iolab"
+in_root dpkg-divert --quiet --local --rename --divert {files.INITRAMFS_POSTINST}.distrib \\
+  --add {files.INITRAMFS_POSTINST}
+cp -a "$root{files.INITRAMFS_POSTINST_WRAPPER}" "$root{files.INITRAMFS_POSTINST}"
 in_root systemctl enable {units}
 in_root systemctl mask {masked}
 in_root systemctl disable {disabled}

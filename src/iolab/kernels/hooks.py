@@ -86,15 +86,12 @@ def expand(argv: Sequence[str], target: Target) -> list[str]:
 
 def default_boot(target: Target) -> list[list[str]]:
     """kexec: load the release with its initrd and the new command line, then let systemd
-    stop every service cleanly and jump into it (no firmware, no bootloader)."""
+    stop every service cleanly and jump into it (no firmware, no bootloader).  A release
+    installed without an initrd (a kernel that mounts its root by itself, as iolab's guest
+    kernels do) is loaded without one."""
+    initrd = [f"--initrd={target.initrd}"] if Path(target.initrd).exists() else []
     return [
-        [
-            "kexec",
-            "-l",
-            target.vmlinuz,
-            f"--initrd={target.initrd}",
-            f"--command-line={target.cmdline}",
-        ],
+        ["kexec", "-l", target.vmlinuz, *initrd, f"--command-line={target.cmdline}"],
         ["systemctl", "kexec"],
     ]
 
