@@ -148,8 +148,9 @@ def _install_and_measure(builds: list[Built]) -> list[list[dict[str, Any]]]:
 @pytest.mark.skipif("planted_parent" not in BUILDS, reason=WHY)
 def test_dpkg_install_then_kexec_into_a_built_kernel_runs_iolab() -> None:
     """The package installs as any Debian kernel does (no initramfs: the kernel mounts the
-    guest's root by itself), kexec into it reaches the guest's root and systemd, and iolab runs there on ext4 with
-    the jbd2 evidence; the samples' provenance names the build's release."""
+    guest's root by itself), kexec into it reaches the guest's root and systemd, and iolab
+    runs there on ext4 with the jbd2 evidence; the samples' provenance names the build's
+    release."""
     _install_and_measure([BUILDS["planted_parent"]])
 
 
