@@ -19,17 +19,15 @@ MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonc
 
 _MOUNT_CMD = """\
 #!/bin/sh
-# Mounts the command disk (label IOLABCMD) read-only at /run/iolab-cmd.  findfs reads the
-# disks' labels itself when udev has not named them yet: nothing waits for udev's coldplug.
+# Mounts the command disk (label IOLABCMD) read-only at /run/iolab-cmd, waiting for udev.
 set -e
 mkdir -p /run/iolab-cmd
 mountpoint -q /run/iolab-cmd && exit 0
-dev=
 for i in $(seq 300); do
-  dev=$(findfs LABEL=IOLABCMD 2>/dev/null) && break
+  [ -e /dev/disk/by-label/IOLABCMD ] && break
   sleep 0.2
 done
-mount -o ro "${dev:-LABEL=IOLABCMD}" /run/iolab-cmd
+mount -o ro /dev/disk/by-label/IOLABCMD /run/iolab-cmd
 """
 
 _RUN_UNIT = """\

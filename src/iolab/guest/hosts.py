@@ -114,27 +114,17 @@ def _host_toml(name: str, host_class: str, hooks: dict[str, list[str]] | None = 
 
 def service_script(nonce: str, command: str) -> str:
     """The guest's service: reports its boot, then runs `command`, output to the host."""
-    # The port and the disks are found without udev (sysfs, findfs): the service starts
-    # beside systemd's start-up, before udev's coldplug has named them.
     return (
         "#!/bin/bash\n"
-        "port=\n"
-        "for i in $(seq 300); do\n"
-        "  for p in /sys/class/virtio-ports/vport*; do\n"
-        '    [ "$(cat "$p/name" 2>/dev/null)" = iolab.out ] && [ -e "/dev/${p##*/}" ] '
-        '&& port="/dev/${p##*/}"\n'
-        "  done\n"
-        '  [ -n "$port" ] && break\n'
-        "  sleep 0.2\n"
-        "done\n"
-        'exec >>"${port:-/dev/virtio-ports/iolab.out}" 2>&1\n'
+        "port=/dev/virtio-ports/iolab.out\n"
+        'for i in $(seq 300); do [ -e "$port" ] && break; sleep 0.2; done\n'
+        'exec >>"$port" 2>&1\n'
         # fstab mounts the source disk `nofail` with a 60 s device timeout: a slow boot (a
         # kernel built here, under TCG) gives up on it, and the worker cannot import iolab
         "if ! mountpoint -q /opt/iolab/src; then\n"
-        "  src=\n"
-        f"  for i in $(seq 1500); do src=$(findfs LABEL={disks.SOURCE_LABEL} 2>/dev/null) "
-        "&& break; sleep 0.2; done\n"
-        f'  mount -o ro "${{src:-LABEL={disks.SOURCE_LABEL}}}" /opt/iolab/src || true\n'
+        f"  for i in $(seq 1500); do [ -e /dev/disk/by-label/{disks.SOURCE_LABEL} ] && break; "
+        "sleep 0.2; done\n"
+        f"  mount -o ro /dev/disk/by-label/{disks.SOURCE_LABEL} /opt/iolab/src || true\n"
         "fi\n"
         f'echo "{BOOT_MARK}-{nonce} $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"\n'
         f"{command}\n"
