@@ -10,10 +10,10 @@ test is skipped.
 What it proves: the package installs as any Debian kernel does, without an initramfs (the
 guest's config builds in what mounts the root, and the guest's postinst hook then makes none:
 under TCG that is most of an install), kexec into it without one reaches the guest's root
-and systemd, iolab's run on it records
-`boot.release`-style provenance naming the build's release (which carries the commit's sha),
-and the planted commit's second synchronous journal commit per fsync shows in the evidence
-iolab gathers: jbd2 transactions per write go up, handles per transaction down.
+and systemd, iolab's run on it records `boot.release`-style provenance naming the build's
+release (which carries the commit's sha), and the planted commit's second synchronous
+journal commit per fsync shows in the evidence iolab gathers: jbd2 transactions per write go
+up, handles per transaction down.
 """
 
 from __future__ import annotations
