@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -677,8 +678,14 @@ def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
     records = meta[artifacts.META]
     assert all(records[s]["artifacts"] for s in built if s != shas[3])
     assert meta["kernel_artifacts_removed"] == sum(1 for r in records.values() if r["ok"])
-    report = conclude(session, outcome, status)
     recorded = other_id if explicit else entry_id
+    # as if its time budget had stopped it first: the entry learns "not known" and why; the
+    # finished run (as after `--resume`) then replaces that answer
+    conclude(session, replace(outcome, reason="time budget of 60 s spent"), "interrupted")
+    (early,) = registry.get(pg_store, recorded).details["lab"]["bisects"]
+    assert early["outcome"] == "not known" and early["culprit"] is None
+    assert "time budget" in early["note"] and f"--resume {session.run_id}" in early["note"]
+    report = conclude(session, outcome, status)
     assert report.registry == (recorded,)
     assert f"recorded on regression {recorded} " in render_table(report)
     entry = registry.get(pg_store, recorded)

@@ -39,22 +39,29 @@ def evidence(session: Session, outcome: Outcome) -> Report | None:
         return None
 
 
-def record_in_registry(session: Session, outcome: Outcome) -> tuple[int, ...]:
-    """A finished bisect over a git range answers the registry (`history.answers`): the
+def record_in_registry(
+    session: Session, outcome: Outcome, *, stopped: bool = False
+) -> tuple[int, ...]:
+    """A bisect over a git range answers the registry (`history.answers`): the
     entry `--regression ID` named, else every open or confirmed entry whose base and commit
     are its good and bad ends (an entry imported from a robot mail).  "found" records the
-    culprit, "range" the range from the last good commit to the last candidate."""
+    culprit, "range" the range from the last good commit to the last candidate.  A bisect
+    `stopped` by its time budget answers "not known" (its reason in the note): the entry
+    learns that the lab looked and has no answer yet, and a `--resume` of the same run
+    replaces that answer with its own."""
     from iolab.history.answers import record_bisect
 
     s = session.settings
     if s.mode == "releases":
         return ()
-    culprit = commit_range = None
-    if outcome.kind == "found" and outcome.first is not None:
+    culprit = commit_range = note = None
+    if stopped:
+        note = f"{outcome.reason}; `iolab bisect --resume {session.run_id}` goes on"
+    elif outcome.kind == "found" and outcome.first is not None:
         culprit = session.name(outcome.first)
     elif outcome.kind == "range" and outcome.first is not None and outcome.last is not None:
         commit_range = f"{session.name(outcome.first - 1)}..{session.name(outcome.last)}"
-    kind = outcome.kind
+    kind = "not known" if stopped else outcome.kind
     if (kind == "found" and culprit is None) or (kind == "range" and commit_range is None):
         kind = "not known"
     return tuple(
@@ -67,6 +74,7 @@ def record_in_registry(session: Session, outcome: Outcome) -> tuple[int, ...]:
             culprit=culprit,
             commit_range=commit_range,
             regression_id=s.regression,
+            note=note,
         )
     )
 
@@ -105,7 +113,8 @@ def conclude(session: Session, outcome: Outcome, status: str) -> BisectReport:
     """The report of a finished (or stopped) bisect, also kept in its run's meta so that
     `iolab report` and the site can show it later without measuring again."""
     report = build_report(session, outcome, status)
-    if status == "finished":
-        report = replace(report, registry=record_in_registry(session, outcome))
+    if status in ("finished", "interrupted"):  # interrupted: its time budget ran out
+        stopped = status == "interrupted"
+        report = replace(report, registry=record_in_registry(session, outcome, stopped=stopped))
     session.store.update_run_meta(session.run_id, {"bisect_result": bisect_json.to_json(report)})
     return report

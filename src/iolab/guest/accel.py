@@ -103,3 +103,12 @@ def accelerator(cache_dir: Path = CACHE_DIR) -> str:
 def cpu_model(accel: str) -> str:
     """The guest CPU: the host's own under KVM, QEMU's fullest emulated one under TCG."""
     return "host" if accel == "kvm" else "max"
+
+
+def kernel_args(accel: str) -> str:
+    """What a guest's kernel command line gains under `accel`.  Under TCG every virtual CPU
+    reads the host's own TSC (invariant and synchronised on the host), but the guest cannot
+    prove it and falls back to the HPET: then each clock read (fio's, around every I/O) is an
+    emulated device access under QEMU's global lock, and the kernel's early clock loses
+    seconds of each boot.  `tsc=reliable` keeps the TSC.  Under KVM, kvm-clock is used."""
+    return "tsc=reliable" if accel == "tcg" else ""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import LabError
-from iolab.guest.accel import accelerator, cpu_model
+from iolab.guest.accel import accelerator, cpu_model, kernel_args
 
 GUEST_GATEWAY = "10.0.2.100"  # where forwarded services appear inside the guest
 _PR_SET_PDEATHSIG = 1
@@ -118,7 +118,7 @@ class VmSpec:
             "-initrd",
             str(self.initrd),
             "-append",
-            self.cmdline,
+            " ".join(w for w in (self.cmdline, kernel_args(accel)) if w),
             "-device",
             "virtio-rng-pci",
             "-device",

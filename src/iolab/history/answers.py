@@ -20,6 +20,8 @@ test down against its base.  The lab answers it in two ways (docs/history.md):
   "found" makes the culprit the entry's `culprit` (what `--format regzbot` prints as
   `#regzbot introduced:`), "range" its `commit_range` (the robot's claim stays in
   `details["commit"]`); "no regression" and "not known" are logged and change nothing else.
+  A bisect stopped by its time budget answers "not known" (resumable, and its resume's
+  answer replaces that one).
 """
 
 from __future__ import annotations
@@ -293,7 +295,9 @@ def record_bisect(
 
     `outcome` is the bisect's ("found", "range", "no regression", "not known"); `culprit`
     the commit found, `commit_range` ("A..B": A good, B the last commit that may be the
-    culprit) for a range.  Returns the ids recorded on (none matched: an empty list)."""
+    culprit) for a range.  An answer from a run that answered before (a bisect stopped by
+    its time budget, then resumed) replaces that run's earlier one in `details["lab"]`; the
+    log keeps both.  Returns the ids recorded on (none matched: an empty list)."""
     if outcome not in BISECT_OUTCOMES:
         raise ValueError(f"outcome {outcome!r} is not one of {BISECT_OUTCOMES}")
     if outcome == "found" and not culprit:
@@ -321,7 +325,12 @@ def record_bisect(
             "commit_range": commit_range,
         }
         lab = dict(entry.details.get("lab") or {})
-        lab["bisects"] = [*lab.get("bisects", []), found]
+        earlier = lab.get("bisects", [])
+        if run_id is not None:
+            earlier = [b for b in earlier if b.get("run_id") != run_id]
+        if note:
+            found["note"] = note
+        lab["bisects"] = [*earlier, found]
         details = {**entry.details, "lab": lab}
         columns: dict[str, str | None] | None = None
         where = f"bisect {good[:12]}..{bad[:12]}" + (f" (run {run_id})" if run_id else "")
