@@ -90,6 +90,7 @@ if [ "$n" = 0 ]; then
   ls /boot
 else
   uname -r
+  cat /sys/devices/system/clocksource/clocksource0/current_clocksource
   # the source disk is mounted `nofail`: on a loaded machine it may come after this unit
   for _ in $(seq 120); do [ -d /opt/iolab/src/iolab ] && break; sleep 1; done
   iolab --db /root/s$n.db run /run/iolab-cmd/plan.yaml >/root/run$n.out 2>&1 || {{
@@ -135,7 +136,8 @@ def _install_and_measure(builds: list[Built]) -> list[list[dict[str, Any]]]:
     measured = []
     for boot, release in zip(result.boots[1:], releases, strict=True):
         head, _, body = boot.output.partition("--- results\n")
-        assert head.splitlines()[0] == release  # uname -r
+        # uname -r; the clock the first boot's command line chose (tsc=reliable) carried over
+        assert head.splitlines()[:2] == [release, "tsc"], head
         samples, _ = json.JSONDecoder().raw_decode(body)  # then the next kexec's lines
         assert len(samples) == 2 and all(s["status"] == "ok" for s in samples), samples
         for s in samples:
