@@ -109,6 +109,7 @@ def kernel_args(accel: str) -> str:
     """What a guest's kernel command line gains under `accel`.  Under TCG every virtual CPU
     reads the host's own TSC (invariant and synchronised on the host), but the guest cannot
     prove it and falls back to the HPET: then each clock read (fio's, around every I/O) is an
-    emulated device access under QEMU's global lock, and the kernel's early clock loses
-    seconds of each boot.  `tsc=reliable` keeps the TSC.  Under KVM, kvm-clock is used."""
+    emulated device access under QEMU's global lock, and one kernel's samples scatter almost
+    three times as much (docs/guests.md).  `tsc=reliable` keeps the TSC.  Under KVM,
+    kvm-clock is used."""
     return "tsc=reliable" if accel == "tcg" else ""
