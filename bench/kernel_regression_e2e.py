@@ -117,11 +117,13 @@ def results(env: dict[str, str], run_id: int) -> list[dict[str, Any]]:
     return out
 
 
-def newest_run(env: dict[str, str]) -> int:
+def newest_run(env: dict[str, str]) -> int | None:
+    """The store's newest run, None when the command made none (refused before it ran)."""
     from iolab.store import open_store
 
     with open_store(env["IOLAB_DB"]) as store:
-        return store.runs()[-1].id
+        runs = store.runs()
+    return runs[-1].id if runs else None
 
 
 def entry(env: dict[str, str], rid: int) -> dict[str, Any]:
@@ -335,9 +337,10 @@ def main() -> int:
                     timeout=5400, show=True,
                 )  # fmt: skip
                 say(f"   ab exit {ab.returncode}")
-                run_id = newest_run(env)
-                samples = results(env, run_id)
-                check_releases(samples, {"base": parent, "commit": planted}, f"ab run {run_id}")
+                ab_run = newest_run(env)
+                check(ab_run is not None, "ab made a run")
+                samples = results(env, ab_run) if ab_run is not None else []
+                check_releases(samples, {"base": parent, "commit": planted}, f"ab run {ab_run}")
                 collect_switches(samples)
                 found = entry(env, rid)
                 answers = (found.get("lab") or {}).get("answers") or []
@@ -381,10 +384,11 @@ def main() -> int:
                     shas = [c["sha"] for c in result.get("range") or []]
                     check(result.get("result") == "range" and info["unbuildable_planted"] in shas,
                           f"a range beside the unbuildable: {[s[:12] for s in shas]}")  # fmt: skip
-                run_id = int(result.get("run") or newest_run(env))
-                samples = results(env, run_id)
-                check_releases(samples, {}, f"bisect run {run_id}")
-                collect_switches(samples)
+                run_id = result.get("run") or newest_run(env)
+                if run_id is not None:
+                    samples = results(env, int(run_id))
+                    check_releases(samples, {}, f"bisect run {run_id}")
+                    collect_switches(samples)
 
             with step("6. the registry"):
                 found = entry(env, rid)

@@ -190,6 +190,26 @@ def test_a_run_that_needs_no_boot_ends_here_and_removes_its_unit(
         assert boot["release"] == RELEASE and boot["booted_for_sample"] is False
 
 
+def test_the_warm_up_runs_once_per_boot_not_once_per_block(
+    box: dict[str, str], tmp_path: Path
+) -> None:
+    """`warmups: 1` on one boot: the second block begins on the boot the first ended on (a
+    lab session of its own) and does not warm up again; only the run's first sample follows
+    a warm-up, and the boot's mark names the run and the boot."""
+    plan = tmp_path / "warm.yaml"
+    plan.write_text(NO_BOOT_PLAN.replace("kpis:", "warmups: 1\nkpis:"))
+    proc = iolab(box, "ab", str(plan), "--here", "--max-blocks", "2", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    samples = json.loads(iolab(box, "results", "--run", "1", "--json").stdout)
+    assert len(samples) == 4
+    by_order = sorted(samples, key=lambda s: (s["block"], s["position"]))
+    assert [s["provenance"].get("warmups") for s in by_order] == [1, None, None, None]
+    mark = json.loads(Path(box["IOLAB_KERNEL_STATE"]).with_suffix(".warm").read_text())
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert mark == {"run": 1, "boot_id": boot_id}
+    assert "1 unmeasured warm-up samples before them" in proc.stdout
+
+
 def test_the_unit_text_takes_paths_literally(tmp_path: Path) -> None:
     text = resume_unit.text(7, ["/opt/x%y/iolab", "--db", "/srv/a b$c.db"], ["/srv"])
     assert "ExecStart=/opt/x%%y/iolab --db '/srv/a b$$c.db'\n" in text

@@ -16,10 +16,15 @@ local run stores them), because a block spans boots and nothing survives a boot 
    command line words, the host's `check` hook) — a wrong one ends the attempt
    `wrong_kernel`, and the sample is not measured;
 4. once every sample is stored the attempt ends `finished`.
+
+The plan's `warmups` run once per boot and run: a block that begins on the boot the
+previous block ended on (`reboot: per-switch`) does not warm up again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -82,11 +87,14 @@ def run(
                     job.seed,
                     config.destroy_data,
                     host=config.name,
+                    warm_boot=_warm(job.run_id, judged.boot.boot_id),
                 )
                 session.__enter__()
             assert isinstance(session.sink, BootStampedSink)
             session.sink.boot_record = _record(judged, mine)
             sample = session.run_sample(case, job.block, position)
+            if plan.warmups and not session.warm_boot:
+                _mark_warm(job.run_id, judged.boot.boot_id)
             if mine:
                 switch.clear()  # this boot has had its sample
                 judged = switch.Judged("none", "used", None, judged.boot)
@@ -98,6 +106,28 @@ def run(
     if not leases.store_block(store, attempt_id, []):
         return f"{job.title}: the lease ended before the block did"
     return f"{job.title}: every sample stored"
+
+
+def _warm_path() -> Path:
+    """Which run's warm-ups this boot has run (beside the switch request)."""
+    return switch.state_path().with_suffix(".warm")
+
+
+def _warm(run_id: int, boot_id: str) -> bool:
+    """Whether this boot already ran run `run_id`'s warm-ups: the plan's `warmups` are for
+    the first sample of a boot, and with `reboot: per-switch` a block often begins on the
+    boot the previous block ended on (a task of its own, a lab session of its own)."""
+    try:
+        found: object = json.loads(_warm_path().read_text())
+    except (OSError, ValueError):
+        return False
+    return found == {"run": run_id, "boot_id": boot_id}
+
+
+def _mark_warm(run_id: int, boot_id: str) -> None:
+    with contextlib.suppress(OSError):  # without the mark the next block warms up again
+        _warm_path().parent.mkdir(parents=True, exist_ok=True)
+        _warm_path().write_text(json.dumps({"run": run_id, "boot_id": boot_id}))
 
 
 def _needs_boot(plan: Plan, case: Case, judged: switch.Judged, mine: bool) -> bool:

@@ -172,6 +172,9 @@ class LabSession:
     failures: int = 0
     _targets: dict[TargetSpec, _TargetState] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
+    # the plan's warm-ups already ran in this boot (a kernel plan's earlier block on this
+    # host): they are for a fresh boot, not for every process a boot runs
+    warm_boot: bool = False
     _warmed: bool = False  # the session has begun its first sample (after any warm-ups)
 
     # -- lifetime ---------------------------------------------------------------------------
@@ -270,7 +273,7 @@ class LabSession:
             host=self.host or socket.gethostname(),
         )
         self._target(case.target)  # made once per run, outside the sample's undo scope
-        warmed = not self._warmed and self.plan.warmups > 0
+        warmed = not self._warmed and not self.warm_boot and self.plan.warmups > 0
         self._warmed = True
         if warmed:
             self._warm_up(case, sample)
