@@ -17,53 +17,17 @@ import hashlib
 
 MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonce>, ...
 
-# The guest's own disks and virtio port by the kernel's names (devtmpfs, sysfs), not udev's
-# links: under emulation udev names them only near the end of systemd's start-up, and the
-# service waited for them there (its start was within a second of multi-user.target).
-_FIND = """\
-#!/bin/sh
-# iolab-guest-find disk LABEL [SECONDS] | port NAME [SECONDS]
-# Prints the virtio disk whose filesystem is labelled LABEL, or the virtio port named NAME,
-# found from the kernel's own device nodes without waiting for udev; exit 1 if none appears
-# within SECONDS (default 60).
-kind=$1 name=$2 tries=$(( ${3:-60} * 5 ))
-i=0
-while [ "$i" -lt "$tries" ]; do
-  case $kind in
-    disk)
-      [ -e "/dev/disk/by-label/$name" ] && { echo "/dev/disk/by-label/$name"; exit 0; }
-      for d in /dev/vd[a-z]; do
-        [ -b "$d" ] || continue
-        if [ "$(blkid -p -o value -s LABEL "$d" 2>/dev/null)" = "$name" ]; then
-          echo "$d"; exit 0
-        fi
-      done ;;
-    port)
-      [ -e "/dev/virtio-ports/$name" ] && { echo "/dev/virtio-ports/$name"; exit 0; }
-      for f in /sys/class/virtio-ports/*/name; do
-        [ -r "$f" ] && [ "$(cat "$f")" = "$name" ] || continue
-        d=${f%/name}; d=/dev/${d##*/}
-        [ -c "$d" ] && { echo "$d"; exit 0; }
-      done
-      # a packaged kernel has the driver as a module, which udev's coldplug loads late
-      [ "$i" -eq 0 ] && modprobe -q virtio_console 2>/dev/null ;;
-    *) echo "usage: iolab-guest-find disk LABEL | port NAME [SECONDS]" >&2; exit 2 ;;
-  esac
-  i=$((i + 1))
-  sleep 0.2
-done
-exit 1
-"""
-FIND = "/usr/local/sbin/iolab-guest-find"
-
 _MOUNT_CMD = """\
 #!/bin/sh
-# Mounts the command disk (label IOLABCMD) read-only at /run/iolab-cmd.
+# Mounts the command disk (label IOLABCMD) read-only at /run/iolab-cmd, waiting for udev.
 set -e
 mkdir -p /run/iolab-cmd
 mountpoint -q /run/iolab-cmd && exit 0
-dev=$(/usr/local/sbin/iolab-guest-find disk IOLABCMD 60)
-mount -o ro "$dev" /run/iolab-cmd
+for i in $(seq 300); do
+  [ -e /dev/disk/by-label/IOLABCMD ] && break
+  sleep 0.2
+done
+mount -o ro /dev/disk/by-label/IOLABCMD /run/iolab-cmd
 """
 
 _RUN_UNIT = """\
@@ -84,18 +48,15 @@ StandardOutput=journal+console
 WantedBy=multi-user.target
 """
 
-# Started as soon as systemd starts units, beside the rest of its start-up rather than after
-# it: the worker's Python start and imports take seconds under emulation, and it needs the
-# network only once they are done (the store is waited for).  Not after local-fs.target:
-# the kernel mounts the guest's root read-write (`rw` on its command line) and the service
-# mounts its two disks itself, so waiting for the remount, udev's links and the fstab
-# mounts only put the worker's start within a second of multi-user.target.
+# Started as soon as the root and the command disk are there, beside the rest of systemd's
+# start-up rather than after it: the worker's Python start and imports take seconds under
+# emulation, and it needs the network only once they are done (the store is waited for).
 _SERVICE_UNIT = """\
 [Unit]
 Description=iolab: the guest's service (a fleet worker), from the command disk
 ConditionKernelCommandLine=iolab.mode=service
 DefaultDependencies=no
-After=systemd-journald.socket
+After=local-fs.target systemd-journald.socket
 Wants=systemd-networkd.service systemd-udevd.service
 Conflicts=shutdown.target
 Before=shutdown.target
@@ -169,7 +130,6 @@ sys.exit(main())
 
 # path in the guest -> (mode, text)
 FILES: dict[str, tuple[int, str]] = {
-    FIND: (0o755, _FIND),
     "/usr/local/sbin/iolab-guest-mount-cmd": (0o755, _MOUNT_CMD),
     INITRAMFS_POSTINST_WRAPPER: (0o755, _INITRAMFS_POSTINST),
     "/etc/initramfs-tools/conf.d/iolab-guest": (0o644, _INITRAMFS_CONF),

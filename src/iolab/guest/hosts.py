@@ -25,7 +25,6 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from iolab.errors import IolabError, LabError
 from iolab.guest import disks, vm
-from iolab.guest.files import FIND
 from iolab.guest.image import Image
 from iolab.guest.run import BOOT_MARK, parse_boots
 from iolab.procs import process_alive, process_start
@@ -117,13 +116,15 @@ def service_script(nonce: str, command: str) -> str:
     """The guest's service: reports its boot, then runs `command`, output to the host."""
     return (
         "#!/bin/bash\n"
-        f"port=$({FIND} port iolab.out 60) || port=/dev/virtio-ports/iolab.out\n"
+        "port=/dev/virtio-ports/iolab.out\n"
+        'for i in $(seq 300); do [ -e "$port" ] && break; sleep 0.2; done\n'
         'exec >>"$port" 2>&1\n'
-        # fstab mounts the source disk `nofail` by its udev name, late in the boot (or not at
-        # all: its 60 s device timeout, a kernel built here under TCG); mounted here at once
+        # fstab mounts the source disk `nofail` with a 60 s device timeout: a slow boot (a
+        # kernel built here, under TCG) gives up on it, and the worker cannot import iolab
         "if ! mountpoint -q /opt/iolab/src; then\n"
-        f"  src=$({FIND} disk {disks.SOURCE_LABEL} 300) && "
-        'mount -o ro "$src" /opt/iolab/src 2>/dev/null || mountpoint -q /opt/iolab/src || true\n'
+        f"  for i in $(seq 1500); do [ -e /dev/disk/by-label/{disks.SOURCE_LABEL} ] && break; "
+        "sleep 0.2; done\n"
+        f"  mount -o ro /dev/disk/by-label/{disks.SOURCE_LABEL} /opt/iolab/src || true\n"
         "fi\n"
         f'echo "{BOOT_MARK}-{nonce} $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"\n'
         f"{command}\n"

@@ -36,7 +36,8 @@ BOOT_SCRIPT = """\
 # iolab.mode=run: the command disk's script once per boot; output to the virtio port iolab.out
 set -u
 nonce=$(cat /run/iolab-cmd/nonce)
-port=$(/usr/local/sbin/iolab-guest-find port iolab.out 60) || port=/dev/virtio-ports/iolab.out
+port=/dev/virtio-ports/iolab.out
+for i in $(seq 300); do [ -e "$port" ] && break; sleep 0.2; done
 exec >>"$port" 2>&1
 echo "IOLAB-BOOT-$nonce $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"
 # fstab mounts the iolab source with nofail, which orders it before nothing: on a loaded host
