@@ -93,8 +93,9 @@ def run(
             assert isinstance(session.sink, BootStampedSink)
             session.sink.boot_record = _record(judged, mine)
             sample = session.run_sample(case, job.block, position)
-            if plan.warmups and not session.warm_boot:
+            if plan.warmups and not session.warm_boot:  # once, after the session's warm-up
                 _mark_warm(job.run_id, judged.boot.boot_id)
+                session.warm_boot = True
             if mine:
                 switch.clear()  # this boot has had its sample
                 judged = switch.Judged("none", "used", None, judged.boot)
