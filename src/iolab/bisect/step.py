@@ -89,8 +89,9 @@ class ClassifyStep:
     The ends' test already measured good and bad side by side in randomized blocks; their
     log differences g - b estimate how far apart the ends sit (D) and how much a block's
     difference scatters (s).  A step then measures the candidate beside ONE end per block
-    (good in even blocks of the step, bad in odd ones: `end_for`), so each block costs two
-    samples instead of three and the drift between blocks cancels as in any paired design.
+    (the same end in every block of the step, `end`: the engine's `step_end`), so each block
+    costs two samples instead of three and the drift between blocks cancels as in any
+    paired design.
     For x = log c - log end, "like good" predicts x near 0 beside good and near D beside bad;
     "like bad" predicts -D and 0.  Both predictions are Student t with the ends' n - 1
     degrees of freedom and scale s·sqrt(1 + 1/n) (the spread of a new block's difference,
@@ -108,8 +109,11 @@ class ClassifyStep:
     change) is graded "both": it differs from both ends.
     """
 
-    def __init__(self, alpha: float, max_blocks: int, ends: NDArray[np.float64]) -> None:
+    def __init__(
+        self, alpha: float, max_blocks: int, ends: NDArray[np.float64], end: int = 0
+    ) -> None:
         self.alpha = alpha
+        self.end = end  # which end sits beside the candidate: 0 good, 1 bad
         self.threshold = math.log(1.0 / alpha)
         d = np.asarray(ends, dtype=np.float64)  # per ends block: log good - log bad
         self.n_ends = int(d.size)
@@ -129,10 +133,12 @@ class ClassifyStep:
         self.verdict: StepVerdict | None = None
         self.llr = 0.0  # log likelihood ratio, "like bad" over "like good"
 
-    @staticmethod
-    def end_for(block_in_step: int) -> int:
-        """Which end sits beside the candidate in this block of the step: 0 good, 1 bad."""
-        return block_in_step % 2
+    def end_for(self, block_in_step: int) -> int:
+        """Which end sits beside the candidate in this block of the step: 0 good, 1 bad —
+        the same end in every block, so that a pair of blocks (one order, then its reverse)
+        boots each kernel once on a host that switches kernels (see the class docstring)."""
+        del block_in_step
+        return self.end
 
     @property
     def blocks(self) -> int:
