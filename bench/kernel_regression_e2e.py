@@ -7,7 +7,8 @@ Usage:  .venv/bin/python bench/kernel_regression_e2e.py [--tree planted|reverted
 Steps, each timed and printed as it goes:
 
 1. the tree (bench/kernel_tree.py, cached) and the builds of the planted commit and its
-   parent (bench/kernel_build_guest.py's cache; one-commit builds are made on the way);
+   parent (bench/kernel_build_guest.py's cache, built first when missing; one-commit builds
+   are made on the way);
 2. the lab: PostgreSQL and Redis of its own (tests/fleet_env.py), one guest host
    (`iolab guest up`, 3 GiB of memory, install hook `dpkg -i {artifact}`);
 3. a 0-day mail in LKP's format (tests/lkp_mail.py: fsmark, fsync before close) naming the
@@ -260,6 +261,11 @@ def main() -> int:
         builder = KernelBuilder(
             Path(tree), Path(info["build_cache"]), (info["hook"], info["config"])
         )
+        missing = [n for n in ("planted_parent", "planted") if builder.cached(info[n]) is None]
+        if missing:  # a new machine: built here first (the first build is the whole kernel)
+            say(f"   building {', '.join(missing)} (bench/kernel_build_guest.py, nice 10)")
+            script = Path(__file__).resolve().parent / "kernel_build_guest.py"
+            subprocess.run(["nice", "-n", "10", sys.executable, str(script), *missing], check=False)
         for name in ("planted_parent", "planted"):
             check(builder.cached(info[name]) is not None, f"{name} {info[name][:12]} is built")
     bad_end = {"planted": info["planted_tip"], "reverted": info["reverted_tip"],

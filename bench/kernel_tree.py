@@ -89,6 +89,26 @@ HOOK = HERE.parent / "examples" / "hooks" / "kernel-build-bindeb"
 BROKEN = '#error "this commit does not build (a bisect must skip it)"\n'
 
 
+# what making the config (`make localmodconfig`) and the builds need; a new machine has
+# only the toolchains, so the missing ones are installed first (as bench/kernel-build-real)
+BUILD_PACKAGES = (
+    "flex", "bison", "bc", "libelf-dev", "libssl-dev", "cpio", "rsync", "kmod",
+    "build-essential", "dpkg-dev",
+)  # fmt: skip
+
+
+def install_build_packages() -> None:
+    missing = [
+        p
+        for p in BUILD_PACKAGES
+        if subprocess.run(["dpkg", "-s", p], capture_output=True, check=False).returncode != 0
+    ]
+    if missing:
+        print(f"kernel_tree: installing {' '.join(missing)}", file=sys.stderr)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        run(["apt-get", "install", "-y", "-q", *missing], env=env)
+
+
 def run(argv: list[str], cwd: Path | None = None, **kw: object) -> str:
     proc = subprocess.run(  # type: ignore[call-overload]
         argv, cwd=cwd, capture_output=True, text=True, check=False, **kw
@@ -342,6 +362,7 @@ def main() -> None:
         known, fresh = {}, False
     if not fresh or not (work / "linux" / ".git").is_dir():
         stamp.unlink(missing_ok=True)
+        install_build_packages()
         shas = commits(work)
         tree = work / "linux"
         config = make_config(work, tree)
