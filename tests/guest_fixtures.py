@@ -78,6 +78,10 @@ def check_samples(
         assert ("loglevel=4" in boot["cmdline"].split()) == (s["variant"] == "new")
         assert boot["booted_for_sample"] is per_sample_boots
         assert boot["from_boot_id"] != boot["boot_id"]
+        if per_sample_boots:  # systemd's marks of the boot, read before the sample
+            switch = boot["switch"]
+            assert 0 < switch["userspace_s"] < switch["measure_s"], switch
+            assert switch.get("multi_user_s", 0) < switch["measure_s"], switch
     boots = [s["provenance"]["boot"]["boot_id"] for s in samples]
     assert len(set(boots)) == len(boots), "two samples shared a boot"
 

@@ -28,6 +28,15 @@ def test_stamps_come_from_this_boot_and_order_themselves() -> None:
             assert 0 < got[key] < got["measure_s"]
 
 
+def test_systemds_marks_are_read_from_one_show_per_unit() -> None:
+    """The manager's two marks come from one `systemctl show` (its Name=value lines, in
+    microseconds since boot); a mark systemd has not reached (0) is left out."""
+    text = "InitRDTimestampMonotonic=0\nUserspaceTimestampMonotonic=3512345\n"
+    props = {"initrd_s": "InitRDTimestampMonotonic", "userspace_s": "UserspaceTimestampMonotonic"}
+    assert timing.parse_show(text, props) == {"userspace_s": 3.512345}
+    assert timing.parse_show("ActiveEnterTimestampMonotonic=\n", {"m": "Active"}) == {}
+
+
 def test_a_mark_is_taken_once_per_process() -> None:
     code = (
         "import time; from iolab.kernels import timing\n"

@@ -82,7 +82,7 @@ def run(
             if session is None:
                 session = LabSession(
                     plan,
-                    BootStampedSink(store, lost, attempt_id, _record(judged, mine)),
+                    BootStampedSink(store, lost, attempt_id, {}),
                     job.run_id,
                     job.seed,
                     config.destroy_data,
@@ -91,6 +91,7 @@ def run(
                 )
                 session.__enter__()
             assert isinstance(session.sink, BootStampedSink)
+            # once per sample, just before it: the switch's last stamp (`measure_s`)
             session.sink.boot_record = _record(judged, mine)
             sample = session.run_sample(case, job.block, position)
             if plan.warmups and not session.warm_boot:  # once, after the session's warm-up

@@ -30,15 +30,53 @@ def mark(name: str) -> None:
     _MARKS.setdefault(name, since_boot())
 
 
-def _systemd(prop: str, unit: str | None = None) -> float | None:
-    """A systemd monotonic timestamp property in seconds since boot (0 or unknown: None)."""
-    argv = ["systemctl", "show", *([unit] if unit else []), "-p", prop, "--value"]
+_SYSTEMD_MARKS: dict[str, float] = {}
+
+
+def _systemd(unit: str | None, **props: str) -> dict[str, float]:
+    """systemd monotonic timestamp properties in seconds since boot (0 or unknown: left
+    out), all of one unit (or of the manager) from one `systemctl show`."""
+    argv = ["systemctl", "show", *([unit] if unit else [])]
+    argv += [f"--property={p}" for p in props.values()]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-        value = int(out.stdout.strip() or "0")
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    return value / 1e6 if value > 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_show(out.stdout, props)
+
+
+def parse_show(text: str, props: dict[str, str]) -> dict[str, float]:
+    """`systemctl show`'s `Name=value` lines: the `props` (key -> property) that hold a
+    monotonic timestamp in microseconds, in seconds (0 means never: left out)."""
+    values = dict(line.partition("=")[::2] for line in text.splitlines())
+    found: dict[str, float] = {}
+    for key, prop in props.items():
+        try:
+            value = int(values.get(prop, "0") or "0")
+        except ValueError:
+            continue
+        if value > 0:
+            found[key] = value / 1e6
+    return found
+
+
+def systemd_marks() -> dict[str, float]:
+    """systemd's marks of this boot: `initrd_s`, `userspace_s`, `multi_user_s`.  Read once
+    per process when multi-user had been reached (they cannot change after it): every
+    `systemctl` is a process start, a fraction of a second under emulation, and it sits on
+    the way to the sample the switch was for."""
+    if "multi_user_s" not in _SYSTEMD_MARKS:
+        _SYSTEMD_MARKS.update(
+            _systemd(
+                None,
+                initrd_s="InitRDTimestampMonotonic",
+                userspace_s="UserspaceTimestampMonotonic",
+            )
+        )
+        _SYSTEMD_MARKS.update(
+            _systemd("multi-user.target", multi_user_s="ActiveEnterTimestampMonotonic")
+        )
+    return dict(_SYSTEMD_MARKS)
 
 
 def process_start() -> float | None:
@@ -57,16 +95,16 @@ def stamps(
     for: `requested_at`, `fired_at` (the boot command's start: `systemctl kexec` or the
     boot hook) and `boot_at` (wall clock), the rest in seconds since boot, and
     `install_s`, what fetching and installing the kernel took before the request (a built
-    kernel's first boot: its files from the store, then `dpkg -i`)."""
+    kernel's first boot: its files from the store, then `dpkg -i`).  `measure_s` is taken
+    last, after systemd's marks are read: the sample starts once this returns."""
+    marks = systemd_marks()
     now = since_boot()
     found: dict[str, float | None] = {
         "install_s": install_s,
         "requested_at": requested_at,
         "fired_at": fired_at,
         "boot_at": time.time() - now,
-        "initrd_s": _systemd("InitRDTimestampMonotonic"),
-        "userspace_s": _systemd("UserspaceTimestampMonotonic"),
-        "multi_user_s": _systemd("ActiveEnterTimestampMonotonic", "multi-user.target"),
+        **marks,
         "service_s": process_start(),
         "worker_main_s": _MARKS.get("worker_main"),
         "worker_ready_s": _MARKS.get("worker_ready"),
