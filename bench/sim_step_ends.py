@@ -3,7 +3,7 @@ beside a step's candidate?
 
 Usage:  .venv/bin/python bench/sim_step_ends.py [--reps N] [--seed S] [--n 17] [--culprit 10]
         [--gap 0.65] [--boot-sd 0.2] [--sample-sd 0.1] [--df 4] [--max-blocks 12]
-        [--sample-s 17] [--boot-s 38]
+        [--sample-s 17] [--boot-s 38] [--policies alternate,per-step,good]
 
 A classified step measures its candidate beside one end per block (`iolab.bisect.step.
 ClassifyStep`).  On a host that switches kernels with `reboot: per-switch`, a block's
@@ -115,6 +115,7 @@ def main() -> None:
     ap.add_argument("--max-blocks", type=int, default=12)
     ap.add_argument("--sample-s", type=float, default=17.0)
     ap.add_argument("--boot-s", type=float, default=38.0)
+    ap.add_argument("--policies", default="alternate,per-step,good")
     args = ap.parse_args()
     print(
         f"n={args.n} culprit={args.culprit} gap={args.gap} boot_sd={args.boot_sd} "
@@ -123,7 +124,10 @@ def main() -> None:
     print("policy      found  wrong  other  blocks  samples  boots  minutes")
     saved = ClassifyStep.end_for, engine_mod.step_end
     try:
+        chosen = args.policies.split(",")
         for name, (end_for, step_end) in policies().items():
+            if name not in chosen:
+                continue
             ClassifyStep.end_for = end_for  # type: ignore[method-assign,assignment]
             engine_mod.step_end = step_end  # type: ignore[assignment]
             t = Tally()
