@@ -32,6 +32,15 @@ def _t_paired(d: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(t), 0.0, t)
 
 
+def _t_paired_each(d: np.ndarray) -> np.ndarray:
+    """`_t_paired` of each table of a stack (tables along the first axis), in one pass."""
+    n = d.shape[1]
+    sd = d.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(d.mean(axis=1)) / (sd / math.sqrt(n))
+    return np.where(np.isnan(t), 0.0, t)
+
+
 def _t_student(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """|two-sample t| with the pooled variance, by the textbook formula."""
     pooled = ((len(a) - 1) * a.var(axis=0, ddof=1) + (len(b) - 1) * b.var(axis=0, ddof=1)) / (
@@ -130,7 +139,7 @@ def test_family_wise_error_on_independent_nulls() -> None:
         adjusted = joint_maxt(a, b, paired=True).adjusted
         any_joint += min(adjusted) <= 0.05
         d = np.log(b) - np.log(a)
-        null = np.array([_t_paired(d * s[:, None]) for s in sign_flips(8)])
+        null = _t_paired_each(sign_flips(8)[:, :, None] * d)
         raw = np.mean(null >= _t_paired(d) * (1 - 1e-9), axis=0)  # each metric on its own
         any_raw += raw.min() <= 0.05
     se = math.sqrt(0.05 * 0.95 / reps)

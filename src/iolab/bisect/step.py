@@ -175,9 +175,11 @@ class ClassifyStep:
         self.x = np.append(self.x, candidate - end)
         self.beside = np.append(self.beside, beside_good)
         like_good, like_bad = self._centres(self.beside[-1:])
-        t = stats.t(self.df, scale=self.scale)
         x = self.x[-1]
-        self.llr += float(t.logpdf(x - like_bad[0]) - t.logpdf(x - like_good[0]))
+        # one call on the unfrozen distribution: a frozen `stats.t(...)` per block spends
+        # most of a simulated bisect formatting its docstrings
+        bad, good = stats.t.logpdf([x - like_bad[0], x - like_good[0]], self.df, scale=self.scale)
+        self.llr += float(bad - good)
         if abs(self.llr) >= self.threshold:
             self.verdict = self._check("bad" if self.llr > 0 else "good")
         elif self.blocks >= self.max_blocks:
