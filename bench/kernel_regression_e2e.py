@@ -380,6 +380,9 @@ def main() -> int:
                     timeout=7200, show=True,
                 )  # fmt: skip
                 result = json.loads(report.read_text()) if report.exists() else {}
+                if args.logs is not None and report.exists():  # its steps, blocks and grades
+                    args.logs.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(report, args.logs / "bisect.json")
                 what = f"{result.get('result')}: {result.get('reason')}"
                 say(f"   bisect exit {bis.returncode}: {what}")
                 culprit = (result.get("culprit") or {}).get("sha")
@@ -390,9 +393,13 @@ def main() -> int:
                     check(result.get("result") in ("no regression", "not known") and not culprit,
                           "the reverted tree names no culprit")  # fmt: skip
                 else:
+                    # the planted commit and the unbuildable one before it, nothing wider: a
+                    # range from the last good commit to the tip would hold them too
                     shas = [c["sha"] for c in result.get("range") or []]
-                    check(result.get("result") == "range" and info["unbuildable_planted"] in shas,
-                          f"a range beside the unbuildable: {[s[:12] for s in shas]}")  # fmt: skip
+                    beside = [info["unbuildable"], info["unbuildable_planted"]]
+                    check(result.get("result") == "range" and shas == beside,
+                          f"the range is the unbuildable commit and the planted one: "
+                          f"{[s[:12] for s in shas]}")  # fmt: skip
                 run_id = result.get("run") or newest_run(env)
                 if run_id is not None:
                     samples = results(env, int(run_id))
