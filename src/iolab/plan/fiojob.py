@@ -82,7 +82,7 @@ def check_job(text: str) -> str | None:
     except KeyError as e:
         return f"unknown placeholder {{{e.args[0]}}}"
     # a clock source named skips fio's start-up test of the CPU clock across CPUs (half
-    # of a check's CPU, 65 ms here, far more under emulation); parsing does not time anything
+    # of a check's CPU, 65 ms here); parsing does not time anything
     proc = subprocess.run(
         [fio, "--clocksource=clock_gettime", "--parse-only", "-"],
         input=rendered,
