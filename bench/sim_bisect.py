@@ -203,6 +203,9 @@ def main() -> None:
         "classify": lambda h, z: run_iolab(
             h, z, "probabilistic", args.max_blocks, grade="classify"
         ),
+        "classify-binary": lambda h, z: run_iolab(
+            h, z, "binary", args.max_blocks, grade="classify"
+        ),
         "pinpoint": run_pinpoint,
         "hand": run_by_hand,
     }
@@ -210,6 +213,7 @@ def main() -> None:
         "binary": "iolab bisect (binary search, sequential steps)",
         "probabilistic": "iolab bisect (probabilistic bisection)",
         "classify": "iolab bisect (probabilistic, steps classified between the ends)",
+        "classify-binary": "iolab bisect (binary search, steps classified between the ends)",
         "pinpoint": "Pinpoint's rule",
         "hand": "by hand: 5 runs per commit + U test",
     }

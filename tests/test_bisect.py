@@ -16,7 +16,7 @@ from iolab.bisect import GOOD, Bisection, Settings, step_alpha
 from iolab.bisect.commit_arms import bind
 from iolab.bisect.engine import ENDS_TO_FIT
 from iolab.bisect.search import ProbabilisticSearch, groups
-from iolab.bisect.step import ClassifyStep, StepTest
+from iolab.bisect.step import BOTH_BLOCKS, ClassifyStep, StepTest
 from iolab.builds import git as bgit
 from iolab.errors import EXIT_BAD_INPUT, IolabError, PlanError, RefusedError
 from iolab.model.metrics import Direction
@@ -183,6 +183,19 @@ def test_a_commit_beyond_both_ends_is_graded_both() -> None:
         end = 0.0 if beside_good else np.log(0.8)
         step.feed_one(end + rng.normal(0, 0.015), np.log(0.64) + rng.normal(0, 0.015), beside_good)
     assert step.verdict == "both"
+
+
+def test_one_wild_block_does_not_grade_a_step_both() -> None:
+    """A bad candidate whose first block ran five times slower (a loaded machine, a cold
+    first boot): measured on to BOTH_BLOCKS, graded "bad", not "both"."""
+    rng = np.random.default_rng(6)
+    for wild in (-1.6, 1.6):
+        step = ClassifyStep(0.01, 300, _ends(np.log(1 / 0.8), 0.02, 8, rng))
+        while step.verdict is None:
+            assert step.end_for(step.blocks) == 0  # beside good: a bad candidate sits at -gap
+            noise = wild if step.blocks == 0 else rng.normal(0, 0.015)
+            step.feed_one(rng.normal(0, 0.015), np.log(0.8) + noise, True)
+        assert step.verdict == "bad" and 2 < step.blocks <= BOTH_BLOCKS, (wild, step.blocks)
 
 
 def test_an_undecided_step_moves_the_posterior_as_far_as_a_grade_at_most() -> None:

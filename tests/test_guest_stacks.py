@@ -175,10 +175,13 @@ ours after-run
 step kill
 iolab --db /root/k.db run $C/kill.yaml >/root/kill.out 2>&1 &
 pid=$!
+# wait for all three built and fio running, reading sysfs only: `ours` twice a second (a
+# dozen processes, mdadm among them) took the one emulated CPU from the run it waited for
+count() { ls -d "$@" 2>/dev/null | wc -l; }
 for i in $(seq 300); do
-  set -- $(ours x)
-  [ "$2" = md=1 ] && [ "$3" = dm=1 ] && [ "$4" = nullb=1 ] && pgrep -x fio >/dev/null && break
-  sleep 0.5
+  [ "$(count /sys/block/md*)" = 2 ] && [ "$(count /sys/block/dm-*)" = 2 ] &&
+    [ "$(count /sys/kernel/config/nullb/iolab-*)" = 1 ] && pgrep -x fio >/dev/null && break
+  sleep 1
 done
 sleep 2
 ours before-kill

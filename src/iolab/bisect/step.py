@@ -83,6 +83,9 @@ def median_pct(d: NDArray[np.float64]) -> float | None:
     return 100.0 * math.expm1(float(np.median(d))) if d.size else None
 
 
+BOTH_BLOCKS = 4  # blocks before "both": one wild block among them cannot move the median far
+
+
 class ClassifyStep:
     """Sequential classification of one candidate between the two ends as measured.
 
@@ -104,9 +107,12 @@ class ClassifyStep:
     probabilistic search treats every grade as wrong with probability alpha, and a named
     culprit must still reproduce against its parent in a randomized A/B at the bisect's alpha
     (the verification) before it is reported as found.  A candidate whose measured position
-    sits away from the chosen end's prediction (a t test of its mean residual at alpha/10:
+    sits away from the chosen end's prediction (a t test of its median residual at alpha/10:
     at alpha itself, recorded noise with drift raised it in 1 of 25 bisects of a single
-    change) is graded "both": it differs from both ends.
+    change) is graded "both": it differs from both ends.  That grade ends a bisect, so it
+    needs BOTH_BLOCKS blocks: a step that reaches its grade sooner with a residual off the
+    prediction measures on, and the median keeps one wild block among them from deciding
+    (a mean did: one slow block on a loaded machine ended a bisect with a range).
     """
 
     def __init__(
@@ -181,21 +187,30 @@ class ClassifyStep:
         bad, good = stats.t.logpdf([x - like_bad[0], x - like_good[0]], self.df, scale=self.scale)
         self.llr += float(bad - good)
         if abs(self.llr) >= self.threshold:
-            self.verdict = self._check("bad" if self.llr > 0 else "good")
-        elif self.blocks >= self.max_blocks:
+            grade: StepVerdict = "bad" if self.llr > 0 else "good"
+            if not self._off_prediction(grade):
+                self.verdict = grade
+            elif self.blocks >= min(BOTH_BLOCKS, self.max_blocks):
+                self.verdict = "both"
+            # else: off the prediction in too few blocks to tell a second change from a
+            # wild block; measure on
+        if self.verdict is None and self.blocks >= self.max_blocks:
             self.verdict = "undecided"
 
-    def _check(self, grade: StepVerdict) -> StepVerdict:
-        """Grade "both" when the candidate's mean residual from the chosen end's prediction is
-        itself significant at alpha/10 (two-sided t test, the ends' degrees of freedom)."""
+    def _off_prediction(self, grade: StepVerdict) -> bool:
+        """Whether the candidate's median residual from the grade's prediction is itself
+        significant at alpha/10 (two-sided, the ends' degrees of freedom).  The median's
+        standard error is taken as sqrt(pi/2) times the mean's (its large-sample value, an
+        overstatement for the few blocks a step has: conservative), plus the gap's own
+        uncertainty, which every block of the step shares."""
         from scipy import stats
 
         like_good, like_bad = self._centres(self.beside)
         centre = like_bad if grade == "bad" else like_good
-        resid = float(np.mean(self.x - centre))
-        se = self.spread * math.sqrt(1 / self.blocks + 1 / max(self.n_ends, 1))
+        resid = float(np.median(self.x - centre))
+        se = self.spread * math.sqrt(math.pi / 2 / self.blocks + 1 / max(self.n_ends, 1))
         limit = float(stats.t.ppf(1 - self.alpha / 20, self.df))
-        return "both" if abs(resid) / se > limit else grade
+        return abs(resid) / se > limit
 
     def give_up(self) -> None:
         if self.verdict is None:
