@@ -186,8 +186,10 @@ def test_a_commit_beyond_both_ends_is_graded_both() -> None:
 
 
 def test_one_wild_block_does_not_grade_a_step_both() -> None:
-    """A bad candidate whose first block ran five times slower (a loaded machine, a cold
-    first boot): measured on to BOTH_BLOCKS, graded "bad", not "both"."""
+    """A bad candidate whose first block ran five times slower or faster (a loaded machine,
+    a kernel's slow first boot): the step reaches its grade in its second block with the
+    candidate off the prediction, measures on (to BOTH_BLOCKS at most) and grades it "bad";
+    a mean over those two blocks graded it "both", which ends a bisect with a range."""
     rng = np.random.default_rng(6)
     for wild in (-1.6, 1.6):
         step = ClassifyStep(0.01, 300, _ends(np.log(1 / 0.8), 0.02, 8, rng))
