@@ -10,7 +10,7 @@ import pytest
 from iolab.errors import PlanError
 from iolab.model.metrics import metric_info
 from iolab.monitors import registry
-from iolab.monitors.bpftrace import parse_maps, program
+from iolab.monitors.bpftrace import FLUSH_PID, parse_maps, program
 from iolab.monitors.cpu_sys import derive as cpu_derive
 from iolab.monitors.cpu_sys import parse_stat
 from iolab.monitors.diskstats import derive as disk_derive
@@ -171,6 +171,10 @@ def test_bpftrace_program_and_map_output() -> None:
     assert "tracepoint:ext4:ext4_writepages_result /args->dev == 7340035/" in text
     assert "@rq_issue_bytes[args->bytes] = count();" in text
     assert "/pid == 4242/" in text
+    # the flush sentinel prints every map before bpftrace is asked to exit
+    flush = next(ln for ln in text.splitlines() if "sys_enter_getpgid" in ln)
+    assert f"args->pid == {FLUSH_PID}" in flush
+    assert all(f"print(@{p.hist});" in flush for p in PROBES)
     lines = [
         json.dumps({"type": "attached_probes", "data": {"probes": 4}}),
         "",

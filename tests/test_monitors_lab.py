@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from iolab.monitors.base import MonitorContext, Reading
 from iolab.monitors.bpftrace import BpftraceSession
 from iolab.monitors.hist import HistMonitor
 from iolab.monitors.procfs import kernel_dev_t
-from iolab.monitors.tracepoints import Probe
+from iolab.monitors.tracepoints import Probe, probes_for
 from iolab.procs import process_stats
 
 pytestmark = [
@@ -129,6 +130,7 @@ def _measure(ctx: MonitorContext, names: list[str]) -> dict[str, Reading]:
 
 
 def _check_histograms(reading: Reading) -> None:
+    assert reading.warnings == []
     assert set(reading.histograms) == {
         "hist.ext4_writepages_pages",
         "hist.jbd2_handles_per_txn",
@@ -295,3 +297,29 @@ def test_bpftrace_failure_is_one_line_and_leaves_nothing(ext4: Ext4) -> None:
         session.start()
     assert "\n" not in info.value.message
     _assert_nothing_left(journal)
+
+
+@pytest.mark.skipif(not HAS_BPFTRACE, reason="bpftrace not installed")
+def test_bpftrace_that_does_not_exit_still_gives_its_histograms(ext4: Ext4) -> None:
+    """The maps are read before bpftrace is asked to exit: a bpftrace whose exit hangs (its
+    probes' detach waits on the kernel) is killed, and the sample keeps its histograms."""
+    journal = RecordingJournal()
+    ctx = MonitorContext([ext4.device], ext4.mountpoint, "ext4", journal, ext4.workdir)
+    probes = probes_for(ctx)
+    session = BpftraceSession(
+        probes, [kernel_dev_t(ext4.device)], journal, ext4.workdir, exit_timeout_s=1.0
+    )
+    session.start()
+    try:
+        proc = session._proc
+        assert proc is not None
+        proc.send_signal = lambda sig: None  # type: ignore[method-assign]  # SIGINT is lost
+        _fio(ext4.mountpoint)
+        hists, warnings = session.stop()
+    finally:
+        _assert_nothing_left(journal)
+    assert warnings == []
+    assert proc.returncode == -signal.SIGKILL  # it did not exit: it was killed
+    assert set(hists) == {p.histogram for p in probes}
+    for name, bins in hists.items():
+        assert bins and all(count > 0 for count in bins.values()), name

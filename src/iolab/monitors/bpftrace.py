@@ -8,6 +8,13 @@ probe on getppid(2), filtered to this process, prints a line; bpftrace reads its
 after its attach loop, so seeing that line proves the attach is complete.  We call getppid
 until the line arrives.
 
+`stop` asks for the maps before it asks bpftrace to exit: a second sentinel, getpgid(2) of a
+pid that cannot exist, prints every map and then a line.  bpftrace itself detaches its probes
+*before* it prints the maps at exit, and each detach waits for an RCU grace period in the
+kernel; on a loaded machine that once took more than 30 s, and the histograms were lost with
+the process.  The window of the histograms is therefore attach to stop, whatever the exit
+costs.
+
 When tracefs is not mounted (bpftrace needs it to resolve tracepoints), bpftrace is started in
 a private mount namespace where tracefs is mounted for it alone: the machine's mount table is
 not touched.  The process gets SIGKILL if iolab dies (PR_SET_PDEATHSIG) and is journaled as a
@@ -36,6 +43,10 @@ from iolab.monitors.tracepoints import Probe
 from iolab.procs import process_start
 
 READY = "iolab-ready"
+FLUSHED = "iolab-flushed"
+# getpgid(2) of this pid prints the maps: above the kernel's pid limit (2**22), so the call
+# fails with ESRCH and no other caller asks for it
+FLUSH_PID = 0x7FFFFFF0
 # a constant script: mount tracefs inside the new namespace, then become bpftrace
 _IN_PRIVATE_NS = 'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"'
 _PR_SET_PDEATHSIG = 1
@@ -47,7 +58,7 @@ def bpftrace_path() -> str | None:
 
 
 def program(probes: list[Probe], dev_ts: list[int], pid: int) -> str:
-    """The bpftrace program: one counting probe per histogram, then the sentinel."""
+    """The bpftrace program: one counting probe per histogram, then the two sentinels."""
     cond = " || ".join(f"args->dev == {d}" for d in dev_ts) or "1"
     parts = [
         f"tracepoint:{p.system}:{p.event} /{cond}/ {{ @{p.hist}[args->{p.field}] = count(); }}"
@@ -55,6 +66,11 @@ def program(probes: list[Probe], dev_ts: list[int], pid: int) -> str:
     ]
     parts.append(
         f'tracepoint:syscalls:sys_enter_getppid /pid == {pid}/ {{ printf("{READY}\\n"); }}'
+    )
+    prints = " ".join(f"print(@{p.hist});" for p in probes)
+    parts.append(
+        f"tracepoint:syscalls:sys_enter_getpgid /pid == {pid} && args->pid == {FLUSH_PID}/ "
+        f'{{ {prints} printf("{FLUSHED}\\n"); }}'
     )
     return "\n".join(parts)
 
@@ -95,17 +111,21 @@ class BpftraceSession:
         journal: ChangeJournal,
         workdir: Path,
         attach_timeout_s: float = 60.0,
+        exit_timeout_s: float = 30.0,
     ) -> None:
         self.probes = probes
         self.dev_ts = dev_ts
         self.journal = journal
         self.workdir = workdir
         self.attach_timeout_s = attach_timeout_s
+        self.exit_timeout_s = exit_timeout_s
         self.attach_s: float | None = None  # how long attaching took (measured)
         self._proc: subprocess.Popen[str] | None = None
         self._entry: int | None = None
         self._lines: list[str] = []
         self._ready = threading.Event()
+        self._flushed = threading.Event()
+        self._flushed_lines: list[str] = []  # the maps as printed at stop
         self._reader: threading.Thread | None = None
         self._err_path = workdir / "bpftrace.err"
 
@@ -138,6 +158,10 @@ class BpftraceSession:
         for line in stream:
             if READY in line and '"printf"' in line:
                 self._ready.set()
+                continue
+            if FLUSHED in line and '"printf"' in line and not self._flushed.is_set():
+                self._flushed_lines = list(self._lines)
+                self._flushed.set()
                 continue
             self._lines.append(line)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -215,23 +239,41 @@ class BpftraceSession:
             self._entry = None
         self._proc = None
 
+    def _flush(self, proc: subprocess.Popen[str]) -> bool:
+        """Have the flush sentinel print the maps; True once they have all arrived."""
+        deadline = time.monotonic() + self.attach_timeout_s
+        while proc.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                os.getpgid(FLUSH_PID)  # fails (ESRCH); the probe fires on entry
+            if self._flushed.wait(1.0):
+                return True
+        return self._flushed.is_set()
+
     def stop(self) -> tuple[dict[str, Histogram], list[str]]:
-        """SIGINT makes bpftrace print its maps and exit; returns the histograms."""
+        """The maps as of now (the flush sentinel), then SIGINT; returns the histograms.
+
+        Without the flush (bpftrace died, or never printed them) the maps bpftrace prints as
+        it exits on SIGINT are used, if they come within `exit_timeout_s`."""
         proc = self._proc
         if proc is None:
             raise LabError("bpftrace: stop without start")
         warnings: list[str] = []
         try:
-            proc.send_signal(signal.SIGINT)
+            flushed = self._flush(proc)
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=self.exit_timeout_s)
             except subprocess.TimeoutExpired:
-                warnings.append("bpftrace did not exit on SIGINT; killed, histograms lost")
+                if not flushed:
+                    warnings.append("bpftrace did not exit on SIGINT; killed, histograms lost")
             if self._reader is not None:
                 self._reader.join(timeout=10)
                 self._reader = None
         finally:
             self._release()
+        if flushed:
+            return parse_maps(self._flushed_lines, self.probes), warnings
         if proc.returncode not in (0, -signal.SIGINT) and not warnings:
             warnings.append(f"bpftrace ended with status {proc.returncode}: {self._error_line()}")
         return parse_maps(self._lines, self.probes), warnings
