@@ -1,6 +1,7 @@
 """The scatter of one kernel's samples in a TCG guest, with the TSC and with the HPET as clock.
 
 Usage:  .venv/bin/python bench/guest_clock_noise.py [--repeat 8] [--runtime 2] [--cpus 2]
+        .venv/bin/python bench/guest_clock_noise.py --after-kexec [--idle 120] [--repeat 10]
 
 Boots the default guest image's kernel twice (QEMU TCG; docs/guests.md): once as every
 guest boots (`tsc=reliable`, the TSC as clocksource) and once with `clocksource=hpet` added,
@@ -10,6 +11,13 @@ writing one file with an fsync per write, a 128M loop image in RAM) `--repeat` t
 one unmeasured warm-up, and prints each clock's write IOPS, mean and CV (standard deviation
 / mean).  Under the HPET every clock read is an emulated device access under QEMU's global
 lock.  TCG figures: compare the CVs, not the IOPS.
+
+`--after-kexec` asks where a boot's slow first samples come from.  One guest boots KERNEL_B,
+runs the plan `--repeat` times with no warm-up, kexecs into KERNEL_A (as a fleet host switches
+kernels), optionally idles `--idle` seconds, and runs it again; it prints each boot's samples
+in order, and QEMU's translation-cache figures (`info jit`: code size, flushes, invalidated
+blocks) sampled every few seconds, so a slow sample can be set beside a full flush of the
+translation cache.
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -31,7 +42,7 @@ sys.path.insert(0, str(HERE))
 
 from kernel_regression_e2e import THREAD, thread_quick_plan  # noqa: E402
 
-from guest_fixtures import KERNEL_A, guest_image  # noqa: E402
+from guest_fixtures import KERNEL_A, KERNEL_B, guest_image  # noqa: E402
 from iolab.guest import run  # noqa: E402
 
 SCRIPT = """\
@@ -41,6 +52,23 @@ iolab --db /root/cv.db run /run/iolab-cmd/plan.yaml >/root/run.out 2>&1 || {
 iolab --db /root/cv.db results --run 1 --json >/root/r.json
 echo "RESULTS $(python3 -c 'import json; print(json.dumps([[s["status"],
   s["metrics"].get("write.iops")] for s in json.load(open("/root/r.json"))]))')"
+"""
+
+
+KEXEC_SCRIPT = """\
+set -u
+boot=1; [ -e /root/boot1.done ] && boot=2
+if [ $boot = 2 ]; then sleep @IDLE@; fi
+iolab --db /root/s$boot.db run --quiet /run/iolab-cmd/plan.yaml >/root/run.out 2>&1 || {
+  cat /root/run.out; exit 1; }
+iolab --db /root/s$boot.db results --run 1 --json >/root/r.json
+echo "BOOT$boot $(uname -r) $(python3 -c 'import json; print(json.dumps([[s["started_at"],
+  s["metrics"].get("write.iops")] for s in json.load(open("/root/r.json"))]))')"
+if [ $boot = 1 ]; then
+  touch /root/boot1.done "$IOLAB_STAY"
+  kexec -l /boot/vmlinuz-@K@ --initrd=/boot/initrd.img-@K@ --reuse-cmdline
+  systemctl kexec
+fi
 """
 
 
@@ -59,12 +87,121 @@ def plan_text(repeat: int, runtime: str) -> str:
     return yaml.safe_dump(plan, sort_keys=False)
 
 
+class JitWatch:
+    """QEMU's `info jit` every few seconds, through a monitor socket the guest's QEMU gets."""
+
+    FIELDS = ("gen code size", "TB count", "TB flush count", "TB invalidate count")
+
+    def __init__(self, sock: Path) -> None:
+        self.sock = sock
+        self.rows: list[tuple[float, dict[str, str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> JitWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(3.0):
+            if not self.sock.exists():
+                continue
+            try:
+                out = subprocess.run(
+                    ["socat", "-", f"UNIX-CONNECT:{self.sock}"],
+                    input="info jit\n", capture_output=True, text=True, timeout=5,
+                ).stdout  # fmt: skip
+            except subprocess.TimeoutExpired:
+                continue
+            row = {}
+            for line in out.splitlines():
+                for field in self.FIELDS:
+                    if line.startswith(field):
+                        row[field] = line[len(field) :].split()[0]
+            if row:
+                self.rows.append((time.time(), row))
+
+    def code_size_at(self, when: float) -> int | None:
+        """The translated code's size at the last poll before `when` (bytes)."""
+        before = [row for t, row in self.rows if t <= when and "gen code size" in row]
+        return int(before[-1]["gen code size"].split("/")[0]) if before else None
+
+    def flushes(self) -> list[float]:
+        """When the translation cache was flushed whole (between two polls: the later one)."""
+        out, last = [], None
+        for when, row in self.rows:
+            count = row.get("TB flush count")
+            if last is not None and count != last:
+                out.append(when)
+            last = count
+        return out
+
+
+def after_kexec(args: argparse.Namespace) -> None:
+    """One guest: samples on a fresh boot, a kexec, (an idle wait,) samples again."""
+    plan = yaml.safe_load(plan_text(args.repeat, args.runtime))
+    plan["warmups"] = 0  # every sample measured: the first ones are the question
+    script = (
+        textwrap.dedent(KEXEC_SCRIPT).replace("@K@", KERNEL_A).replace("@IDLE@", str(args.idle))
+    )
+    print(f"{KERNEL_B}, then kexec into {KERNEL_A} and {args.idle} s idle; "
+          f"{args.repeat} samples in each boot, no warm-up, {args.cpus} vCPUs (QEMU TCG)",
+          flush=True)  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        sock = Path(tmp) / "monitor.sock"
+        with JitWatch(sock) as jit:
+            result = run.run_script(
+                guest_image(),
+                KERNEL_B,
+                script,
+                files={"plan.yaml": yaml.safe_dump(plan).encode()},
+                timeout_s=3600,
+                memory_mib=2048,
+                cpus=args.cpus,
+                qemu_args=("-monitor", f"unix:{sock},server,nowait"),
+            )
+    if result.exit_status != 0:
+        sys.exit(f"guest run failed ({result.exit_status}):\n{result.output}")
+    flushes = jit.flushes()
+    for line in result.output.splitlines():
+        if not line.startswith("BOOT"):
+            continue
+        name, release, data = line.split(" ", 2)
+        samples = json.loads(data)
+        print(f"  {name} {release}: write IOPS in order "
+              f"{', '.join(f'{v:.0f}' for _, v in samples)}", flush=True)  # fmt: skip
+        for n, (started, _) in enumerate(samples, start=1):
+            start = datetime.fromisoformat(started).timestamp()
+            end = (
+                datetime.fromisoformat(samples[n][0]).timestamp()
+                if n < len(samples)
+                else start + 30
+            )
+            size = jit.code_size_at(start)
+            flushed = any(start <= f < end for f in flushes)
+            print(f"    sample {n}: {samples[n - 1][1]:.0f} IOPS, translation cache "
+                  f"{'?' if size is None else f'{size / 2**20:.0f} MiB'} at its start"
+                  f"{', flushed whole during it' if flushed else ''}")  # fmt: skip
+    if jit.rows:
+        last = jit.rows[-1][1]
+        print("  QEMU at the end: " + ", ".join(f"{k} {v}" for k, v in last.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=8)
     parser.add_argument("--runtime", default="2", help="fio's runtime in seconds")
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument("--after-kexec", action="store_true")
+    parser.add_argument("--idle", type=int, default=0, help="seconds after the kexec")
     args = parser.parse_args()
+    if args.after_kexec:
+        after_kexec(args)
+        return
     plan = plan_text(args.repeat, args.runtime)
     print(f"kernel {KERNEL_A}, {args.repeat} samples after a warm-up, fio runtime "
           f"{args.runtime} s, {args.cpus} vCPUs (QEMU TCG)", flush=True)  # fmt: skip

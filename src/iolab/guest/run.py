@@ -132,9 +132,11 @@ def run_script(
     memory_mib: int = 1024,
     append: str = "",
     cpus: int = 1,
+    qemu_args: tuple[str, ...] = (),
 ) -> GuestRun:
     """Boot `kernel` of `image`, run `script` (bash) in it, power off; `files` are beside it
-    in /run/iolab-cmd.  Raises GuestError if it does not end with an exit status in time."""
+    in /run/iolab-cmd; `qemu_args` go to QEMU as they are (a bench's monitor socket).  Raises
+    GuestError if it does not end with an exit status in time."""
     vmlinuz, initrd = image.kernel(kernel)
     nonce = secrets.token_hex(6)
     sweep_stale(WORK_PARENT)
@@ -159,6 +161,7 @@ def run_script(
             pidfile=work / "qemu.pid",
             memory_mib=memory_mib,
             cpus=cpus,
+            extra=qemu_args,
         )
         proc = vm.start(spec, work / "qemu.log")
         try:
