@@ -111,6 +111,7 @@ class BpftraceSession:
         journal: ChangeJournal,
         workdir: Path,
         attach_timeout_s: float = 60.0,
+        flush_timeout_s: float = 30.0,
         exit_timeout_s: float = 30.0,
     ) -> None:
         self.probes = probes
@@ -118,6 +119,7 @@ class BpftraceSession:
         self.journal = journal
         self.workdir = workdir
         self.attach_timeout_s = attach_timeout_s
+        self.flush_timeout_s = flush_timeout_s
         self.exit_timeout_s = exit_timeout_s
         self.attach_s: float | None = None  # how long attaching took (measured)
         self._proc: subprocess.Popen[str] | None = None
@@ -241,7 +243,7 @@ class BpftraceSession:
 
     def _flush(self, proc: subprocess.Popen[str]) -> bool:
         """Have the flush sentinel print the maps; True once they have all arrived."""
-        deadline = time.monotonic() + self.attach_timeout_s
+        deadline = time.monotonic() + self.flush_timeout_s
         while proc.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(OSError):
                 os.getpgid(FLUSH_PID)  # fails (ESRCH); the probe fires on entry
