@@ -172,8 +172,8 @@ def after_kexec(args: argparse.Namespace) -> None:
             continue
         name, release, data = line.split(" ", 2)
         samples = json.loads(data)
-        print(f"  {name} {release}: write IOPS in order "
-              f"{', '.join(f'{v:.0f}' for _, v in samples)}", flush=True)  # fmt: skip
+        shown = ["failed" if v is None else f"{v:.0f}" for _, v in samples]
+        print(f"  {name} {release}: write IOPS in order {', '.join(shown)}", flush=True)
         for n, (started, _) in enumerate(samples, start=1):
             start = datetime.fromisoformat(started).timestamp()
             end = (
@@ -183,7 +183,7 @@ def after_kexec(args: argparse.Namespace) -> None:
             )
             size = jit.code_size_at(start)
             flushed = any(start <= f < end for f in flushes)
-            print(f"    sample {n}: {samples[n - 1][1]:.0f} IOPS, translation cache "
+            print(f"    sample {n}: {shown[n - 1]} IOPS, translation cache "
                   f"{'?' if size is None else f'{size / 2**20:.0f} MiB'} at its start"
                   f"{', flushed whole during it' if flushed else ''}")  # fmt: skip
     if jit.rows:
