@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from iolab.errors import LabError
 from iolab.model.metrics import Direction
-from iolab.plan import load_plan
+from iolab.plan import fiojob, load_plan
 from iolab.plan.fiojob import apply_overrides, check_job
 from iolab.plan.placeholders import render_workload, substitute
 
@@ -193,6 +195,21 @@ def test_check_job_runs_real_fio() -> None:
     assert check_job("[j]\nfilename={dev0}:{dev1}\nrw=write\nbs=128k\n") is None
     problem = check_job("[j]\nfilename={dev}\nrw=bogus\n")
     assert problem is not None and "rw=bogus" in problem
+
+
+def test_a_fio_that_does_not_answer_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's timeout is a LabError naming the wait, not an internal error (a guest
+    on a loaded machine once took more than the old 30 s).  A stand-in fio that only
+    sleeps: what is tested is the wait, not fio."""
+    slow = tmp_path / "fio"
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(fiojob, "CHECK_TIMEOUT_S", 0.5)
+    with pytest.raises(LabError, match=r"^fio --parse-only did not answer within 0.5 s"):
+        check_job("[j]\nfilename={dev}\nrw=write\n# a text no other test checks\n")
 
 
 def test_command_workload_and_metric_rule(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Mapping
 from functools import lru_cache
 
+from iolab.errors import LabError
 from iolab.plan.placeholders import device_index, fill_commit, names_in, render_text
 
 _SECTION = re.compile(r"\s*\[([^\]]+)\]\s*$")
@@ -63,11 +64,17 @@ def fio_available() -> bool:
     return shutil.which("fio") is not None
 
 
+# A check takes 0.1 s on a host; in an emulated guest on a loaded machine, the first fio of a
+# boot once took more than 30 s (docs/testing.md).  Only a fio that hangs waits this long.
+CHECK_TIMEOUT_S = 300
+
+
 @lru_cache(maxsize=256)
 def check_job(text: str) -> str | None:
     """fio's complaint about the job text (placeholders filled with dummy paths), or None.
 
-    Returns None without checking when fio is not installed; the lab fails later then.
+    Returns None without checking when fio is not installed; the lab fails later then.  A
+    LabError when fio does not answer within CHECK_TIMEOUT_S.
     """
     fio = shutil.which("fio")
     if fio is None:
@@ -83,15 +90,21 @@ def check_job(text: str) -> str | None:
         return f"unknown placeholder {{{e.args[0]}}}"
     # a clock source named skips fio's start-up test of the CPU clock across CPUs (half
     # of a check's CPU, 65 ms here); parsing does not time anything
-    proc = subprocess.run(
-        [fio, "--clocksource=clock_gettime", "--parse-only", "-"],
-        input=rendered,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        cwd="/",
-    )
+    try:
+        proc = subprocess.run(
+            [fio, "--clocksource=clock_gettime", "--parse-only", "-"],
+            input=rendered,
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+            cwd="/",
+        )
+    except subprocess.TimeoutExpired:
+        raise LabError(
+            f"fio --parse-only did not answer within {CHECK_TIMEOUT_S} s (is this machine "
+            "overloaded?)"
+        ) from None
     if proc.returncode == 0:
         return None
     lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines()]
