@@ -2,6 +2,7 @@
 
 Usage:  .venv/bin/python bench/guest_clock_noise.py [--repeat 8] [--runtime 2] [--cpus 2]
         .venv/bin/python bench/guest_clock_noise.py --after-kexec [--idle 120] [--repeat 10]
+                                                    [--iops-log 250] [--ramp 1]
 
 Boots the default guest image's kernel twice (QEMU TCG; docs/guests.md): once as every
 guest boots (`tsc=reliable`, the TSC as clocksource) and once with `clocksource=hpet` added,
@@ -17,7 +18,9 @@ runs the plan `--repeat` times with no warm-up, kexecs into KERNEL_A (as a fleet
 kernels), optionally idles `--idle` seconds, and runs it again; it prints each boot's samples
 in order, and QEMU's translation-cache figures (`info jit`: code size, flushes, invalidated
 blocks) sampled every few seconds, so a slow sample can be set beside a full flush of the
-translation cache.
+translation cache.  `--iops-log MS` adds fio's IOPS log to the plan and prints each sample's
+write IOPS per interval: whether a slow sample is slow throughout or only at its start;
+`--ramp S` adds fio's `ramp_time`, the first S seconds of each job unmeasured.
 """
 
 from __future__ import annotations
@@ -64,11 +67,33 @@ iolab --db /root/s$boot.db run --quiet /run/iolab-cmd/plan.yaml >/root/run.out 2
 iolab --db /root/s$boot.db results --run 1 --json >/root/r.json
 echo "BOOT$boot $(uname -r) $(python3 -c 'import json; print(json.dumps([[s["started_at"],
   s["metrics"].get("write.iops")] for s in json.load(open("/root/r.json"))]))')"
+if [ -d /root/iolog ]; then
+  echo "IOLOG$boot $(python3 /run/iolab-cmd/iolog.py /root/iolog/s_iops.log)"
+  mv /root/iolog /root/iolog$boot; mkdir /root/iolog
+fi
 if [ $boot = 1 ]; then
   touch /root/boot1.done "$IOLAB_STAY"
   kexec -l /boot/vmlinuz-@K@ --initrd=/boot/initrd.img-@K@ --reuse-cmdline
   systemctl kexec
 fi
+"""
+
+
+IOLOG = """\
+import json, sys
+# fio's merged IOPS log (per_job_logs=0): each job's rows in turn, each job's time from its
+# own start; a sample's jobs follow one another, so time going back starts the next job.
+jobs, last = [], None
+for line in open(sys.argv[1]):
+    t, v = (int(x) for x in line.split(",")[:2])
+    if last is None or t < last:
+        jobs.append([])
+    jobs[-1].append(v)
+    last = t
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 16
+samples = [jobs[i : i + n] for i in range(0, len(jobs), n)]
+print(json.dumps([[sum(j[k] for j in s if k < len(j)) for k in range(max(map(len, s)))]
+                  for s in samples]))
 """
 
 
@@ -80,10 +105,10 @@ def plan_text(repeat: int, runtime: str) -> str:
             check=True,
             capture_output=True,
         )
-        plan = yaml.safe_load(thread_quick_plan(out.read_text()))
+        # no ramp_time unless --ramp asks (the question is what a short sample measures)
+        plan = yaml.safe_load(thread_quick_plan(out.read_text(), runtime, ramp=""))
     plan.pop("reboot", None)  # one boot: the run's first sample is the warm-up
     plan["repeat"] = repeat
-    plan["vars"] = {**plan.get("vars", {}), "runtime": runtime}
     return yaml.safe_dump(plan, sort_keys=False)
 
 
@@ -148,6 +173,17 @@ def after_kexec(args: argparse.Namespace) -> None:
     script = (
         textwrap.dedent(KEXEC_SCRIPT).replace("@K@", KERNEL_A).replace("@IDLE@", str(args.idle))
     )
+    files = {}
+    if args.ramp:
+        plan["workload"]["fio"] += f"ramp_time={args.ramp}\n"
+    if args.iops_log:
+        # each sample's write IOPS per interval: a slow start or a slow whole sample
+        plan["workload"]["fio"] += (
+            f"write_iops_log=/root/iolog/s\nlog_avg_msec={args.iops_log}\nper_job_logs=0\n"
+        )
+        plan["allow_paths"] = ["/root/iolog"]
+        files["iolog.py"] = IOLOG.encode()
+        script = "mkdir -p /root/iolog\n" + script
     print(f"{KERNEL_B}, then kexec into {KERNEL_A} and {args.idle} s idle; "
           f"{args.repeat} samples in each boot, no warm-up, {args.cpus} vCPUs (QEMU TCG)",
           flush=True)  # fmt: skip
@@ -158,7 +194,7 @@ def after_kexec(args: argparse.Namespace) -> None:
                 guest_image(),
                 KERNEL_B,
                 script,
-                files={"plan.yaml": yaml.safe_dump(plan).encode()},
+                files={"plan.yaml": yaml.safe_dump(plan).encode(), **files},
                 timeout_s=3600,
                 memory_mib=2048,
                 cpus=args.cpus,
@@ -167,6 +203,11 @@ def after_kexec(args: argparse.Namespace) -> None:
     if result.exit_status != 0:
         sys.exit(f"guest run failed ({result.exit_status}):\n{result.output}")
     flushes = jit.flushes()
+    intervals = {
+        line.split(" ", 1)[0][len("IOLOG") :]: json.loads(line.split(" ", 1)[1])
+        for line in result.output.splitlines()
+        if line.startswith("IOLOG")
+    }
     for line in result.output.splitlines():
         if not line.startswith("BOOT"):
             continue
@@ -186,6 +227,9 @@ def after_kexec(args: argparse.Namespace) -> None:
             print(f"    sample {n}: {shown[n - 1]} IOPS, translation cache "
                   f"{'?' if size is None else f'{size / 2**20:.0f} MiB'} at its start"
                   f"{', flushed whole during it' if flushed else ''}")  # fmt: skip
+            per = intervals.get(name[len("BOOT") :])
+            if per and n <= len(per):
+                print(f"      per {args.iops_log} ms: {', '.join(str(v) for v in per[n - 1])}")
     if jit.rows:
         last = jit.rows[-1][1]
         print("  QEMU at the end: " + ", ".join(f"{k} {v}" for k, v in last.items()))
@@ -198,6 +242,13 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--after-kexec", action="store_true")
     parser.add_argument("--idle", type=int, default=0, help="seconds after the kexec")
+    parser.add_argument(
+        "--ramp", default="", help="with --after-kexec: fio's ramp_time (seconds not measured)"
+    )
+    parser.add_argument(
+        "--iops-log", type=int, default=0, metavar="MS",
+        help="with --after-kexec: each sample's write IOPS per MS-millisecond interval",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.after_kexec:
         after_kexec(args)

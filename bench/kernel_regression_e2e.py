@@ -18,7 +18,8 @@ Steps, each timed and printed as it goes:
    jbd2 evidence among what moved;
 5. `iolab reproduce` of the ext4 IOPS thread, its quick profile made a plan of its own (the
    arm64 cloud-volume requirement and the release variants dropped: the guest stands in for
-   the reporter's machine, the bisect names the kernels), then `iolab bisect --kernel-repo`
+   the reporter's machine, the bisect names the kernels; fio measures 6 s after a 1-s
+   `ramp_time`, not the profile's 2 s), then `iolab bisect --kernel-repo`
    from the tree's source to the branch's tip with `--regression` of the entry: "found", the
    planted commit (`--tree reverted`: no culprit; `--tree unbuildable`: a range next to the
    unbuildable commit);
@@ -203,10 +204,16 @@ def per_switch(text: str) -> str:
     )
 
 
-def thread_quick_plan(text: str) -> str:
+def thread_quick_plan(text: str, runtime: str = "6", ramp: str = "1") -> str:
     """The thread plan's quick profile as a plan of its own, for a guest: the profile's keys
     over the plan's, the reporter's machine requirements and the release variants left out
-    (the bisect names the kernels), a 128M target, a boot per switch and a warm-up per boot."""
+    (the bisect names the kernels), a 128M target, a boot per switch and a warm-up per boot.
+
+    fio runs `runtime` seconds after `ramp` unmeasured ones (`ramp_time`), not the profile's
+    2 s: under TCG a 2-s sample is mostly its 16 threads' start (their first 250-500 ms ran at
+    a tenth to a half of the rate after) and any stall of a quarter to one second, so one
+    kernel's samples scattered by a CV of 22-30% and read as low as 0.39 of their median;
+    6 s after a 1-s ramp scattered by 14-16%, none below 0.75 (docs/kernels.md)."""
     import yaml
 
     plan = yaml.safe_load(text)
@@ -224,6 +231,9 @@ def thread_quick_plan(text: str) -> str:
     plan["target"] = {**plan.get("target", {}), "size": "128M"}
     plan["reboot"] = "per-switch"
     plan["warmups"] = 1
+    plan["vars"] = {**plan.get("vars", {}), "runtime": runtime}
+    if ramp and float(ramp) > 0:
+        plan["workload"]["fio"] += f"ramp_time={ramp}\n"
     return yaml.safe_dump(plan, sort_keys=False)
 
 
@@ -241,6 +251,12 @@ def main() -> int:
     # noise the guest showed, found the culprit in 83.5% of bisects with 12, 93.3% with 16
     # (3.6 min more on average) and 95.3% with 20
     parser.add_argument("--bisect-blocks", type=int, default=16)
+    parser.add_argument(
+        "--thread-runtime", default="6", help="the thread plan's fio runtime (s) in the bisect"
+    )
+    parser.add_argument(
+        "--thread-ramp", default="1", help="its fio ramp_time (s): the threads' start unmeasured"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--logs", type=Path, help="keep the guest's console log here")
     parser.add_argument(
@@ -369,7 +385,8 @@ def main() -> int:
                 done = iolab(env, "reproduce", str(THREAD), "-o", str(thread_plan))
                 check(done.returncode == 0, "reproduce of the ext4 IOPS thread")
                 quick = work / "thread-quick.yaml"
-                quick.write_text(thread_quick_plan(thread_plan.read_text()))
+                drafted = thread_plan.read_text()
+                quick.write_text(thread_quick_plan(drafted, args.thread_runtime, args.thread_ramp))
                 report = work / "bisect.json"
                 bis = iolab(
                     env, "bisect", str(quick), "--kernel-repo", tree, "--good", info["base"],
