@@ -679,12 +679,22 @@ def test_a_kernel_commit_bisect_builds_ships_and_names_the_culprit(
     assert all(records[s]["artifacts"] for s in built if s != shas[3])
     assert meta["kernel_artifacts_removed"] == sum(1 for r in records.values() if r["ok"])
     recorded = other_id if explicit else entry_id
-    # as if its time budget had stopped it first: the entry learns "not known" and why; the
-    # finished run (as after `--resume`) then replaces that answer
-    conclude(session, replace(outcome, reason="time budget of 60 s spent"), "interrupted")
-    (early,) = registry.get(pg_store, recorded).details["lab"]["bisects"]
-    assert early["outcome"] == "not known" and early["culprit"] is None
+    # as if its time budget had stopped it in the verification (`stop` ends "range"): the
+    # entry learns the range the search had narrowed to and why; the finished run (as after
+    # `--resume`) then replaces that answer
+    assert outcome.first is not None and outcome.last is not None
+    narrowed = f"{session.name(outcome.first - 1)}..{session.name(outcome.last)}"
+    stopped = replace(outcome, kind="range", reason="time budget of 60 s spent")
+    conclude(session, stopped, "interrupted")
+    halfway = registry.get(pg_store, recorded)
+    (early,) = halfway.details["lab"]["bisects"]
+    assert early["outcome"] == "range" and early["culprit"] is None
+    assert early["commit_range"] == narrowed == halfway.commit_range
     assert "time budget" in early["note"] and f"--resume {session.run_id}" in early["note"]
+    # stopped before its ends were shown to differ, it knows nothing yet
+    conclude(session, replace(outcome, kind="not known", first=None, last=None), "interrupted")
+    (unknown,) = registry.get(pg_store, recorded).details["lab"]["bisects"]
+    assert unknown["outcome"] == "not known" and unknown["commit_range"] is None
     report = conclude(session, outcome, status)
     assert report.registry == (recorded,)
     assert f"recorded on regression {recorded} " in render_table(report)

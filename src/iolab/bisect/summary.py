@@ -46,9 +46,10 @@ def record_in_registry(
     entry `--regression ID` named, else every open or confirmed entry whose base and commit
     are its good and bad ends (an entry imported from a robot mail).  "found" records the
     culprit, "range" the range from the last good commit to the last candidate.  A bisect
-    `stopped` by its time budget answers "not known" (its reason in the note): the entry
-    learns that the lab looked and has no answer yet, and a `--resume` of the same run
-    replaces that answer with its own."""
+    `stopped` by its time budget records the range its search had narrowed to (its reason
+    and the resume in the note) — the steps graded so far are what the lab knows, however
+    few — or "not known" when it stopped before the ends were shown to differ; a `--resume`
+    of the same run replaces that answer with its own."""
     from iolab.history.answers import record_bisect
 
     s = session.settings
@@ -57,11 +58,11 @@ def record_in_registry(
     culprit = commit_range = note = None
     if stopped:
         note = f"{outcome.reason}; `iolab bisect --resume {session.run_id}` goes on"
-    elif outcome.kind == "found" and outcome.first is not None:
+    if outcome.kind == "found" and outcome.first is not None and not stopped:
         culprit = session.name(outcome.first)
     elif outcome.kind == "range" and outcome.first is not None and outcome.last is not None:
         commit_range = f"{session.name(outcome.first - 1)}..{session.name(outcome.last)}"
-    kind = "not known" if stopped else outcome.kind
+    kind = "range" if stopped and commit_range else outcome.kind
     if (kind == "found" and culprit is None) or (kind == "range" and commit_range is None):
         kind = "not known"
     return tuple(

@@ -20,8 +20,9 @@ test down against its base.  The lab answers it in two ways (docs/history.md):
   "found" makes the culprit the entry's `culprit` (what `--format regzbot` prints as
   `#regzbot introduced:`), "range" its `commit_range` (the robot's claim stays in
   `details["commit"]`); "no regression" and "not known" are logged and change nothing else.
-  A bisect stopped by its time budget answers "not known" (resumable, and its resume's
-  answer replaces that one).
+  A bisect stopped by its time budget answers with the range it had narrowed to ("not
+  known" when it stopped before its ends were shown to differ); it is resumable, and its
+  resume's answer replaces that one.
 """
 
 from __future__ import annotations
@@ -334,8 +335,8 @@ def record_bisect(
         details = {**entry.details, "lab": lab}
         columns: dict[str, str | None] | None = None
         where = f"bisect {good[:12]}..{bad[:12]}" + (f" (run {run_id})" if run_id else "")
-        if outcome == "found":
-            columns = {"culprit": culprit}
+        if outcome == "found":  # a range an earlier, stopped answer of the run set goes
+            columns = {"culprit": culprit, "commit_range": None}
             text = f"{where}: found {culprit}"
         elif outcome == "range":
             columns = {"culprit": None, "commit_range": commit_range}
