@@ -248,19 +248,28 @@ def test_a_vm_spec_comes_back_from_its_json_whole(tmp_path: Path) -> None:
         vm.VmSpec.from_json(broken)
 
 
-def test_the_service_mounts_the_source_disk_when_a_slow_boot_gave_up_on_it(
-    tmp_path: Path,
-) -> None:
-    """fstab mounts the source disk `nofail` with a 60 s device timeout; a kernel built here
-    boots slowly enough under TCG that systemd gives up, and the worker then cannot import
-    iolab.  The service script mounts it itself, before the worker starts."""
-    from iolab.guest.disks import SOURCE_LABEL
+def test_the_guest_finds_its_disks_and_port_without_waiting_for_udev(tmp_path: Path) -> None:
+    """Under emulation udev's coldplug names the disks and the virtio port seconds after they
+    exist, and the worker's Python start would wait for it: the units mount the command disk
+    and the iolab source by probing the virtio disks, and the service finds its port in
+    sysfs (its driver loaded first), then starts the worker.  The guest tests boot through
+    these scripts; here, that they parse and wait for no udev link first."""
+    from iolab.guest import files
     from iolab.guest.hosts import service_script
+    from iolab.guest.run import BOOT_SCRIPT
 
     script = service_script("n0nce", "exec iolab worker")
-    mount = f"mount -o ro /dev/disk/by-label/{SOURCE_LABEL} /opt/iolab/src"
-    assert "mountpoint -q /opt/iolab/src" in script and mount in script
-    assert script.index(mount) < script.index("exec iolab worker")
-    path = tmp_path / "service"
-    path.write_text(script)
-    assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
+    assert "by-label" not in script and "by-label" not in BOOT_SCRIPT
+    assert script.index(files.PORT) < script.index("IOLAB-BOOT-n0nce")
+    assert script.index("IOLAB-BOOT-n0nce") < script.index("exec iolab worker")
+    assert files.PORT in BOOT_SCRIPT and "/opt/iolab/src" not in files.FILES["/etc/fstab"][1]
+    mount, port = files.FILES[files.MOUNT][1], files.FILES[files.PORT][1]
+    assert "blkid -p" in mount and "IOLABSRC /opt/iolab/src" in mount
+    assert "modprobe -q virtio_console" in port and "/sys/class/virtio-ports" in port
+    for unit in ("iolab-guest-run.service", "iolab-guest-service.service"):
+        assert f"ExecStartPre={files.MOUNT}\n" in files.FILES[f"/etc/systemd/system/{unit}"][1]
+    for name, text, shell in (("service", script, "bash"), ("boot", BOOT_SCRIPT, "bash"),
+                              ("mount", mount, "sh"), ("port", port, "sh")):  # fmt: skip
+        path = tmp_path / name
+        path.write_text(text)
+        assert subprocess.run([shell, "-n", str(path)], check=False).returncode == 0, name

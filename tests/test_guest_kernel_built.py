@@ -91,8 +91,6 @@ if [ "$n" = 0 ]; then
 else
   uname -r
   cat /sys/devices/system/clocksource/clocksource0/current_clocksource
-  # the source disk is mounted `nofail`: on a loaded machine it may come after this unit
-  for _ in $(seq 120); do [ -d /opt/iolab/src/iolab ] && break; sleep 1; done
   iolab --db /root/s$n.db run /run/iolab-cmd/plan.yaml >/root/run$n.out 2>&1 || {{
     cat /root/run$n.out; exit 1; }}
   iolab --db /root/s$n.db results --run 1 --json >/root/results$n.json

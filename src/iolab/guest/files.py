@@ -17,18 +17,60 @@ import hashlib
 
 MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonce>, ...
 
-_MOUNT_CMD = """\
+# Neither script waits for udev: under emulation its coldplug (a modprobe per device) ends
+# seconds after the disks and the port exist, and the worker's Python start (~20 s) would
+# begin only then.  The disks are found by probing them (`blkid -p`), the port by sysfs.
+_MOUNT = """\
 #!/bin/sh
-# Mounts the command disk (label IOLABCMD) read-only at /run/iolab-cmd, waiting for udev.
-set -e
-mkdir -p /run/iolab-cmd
-mountpoint -q /run/iolab-cmd && exit 0
+# Mounts the command disk (label IOLABCMD) at /run/iolab-cmd and the iolab source (IOLABSRC)
+# at /opt/iolab/src, read-only, each found by probing the virtio disks.
+set -u
+find_label() {
+  for dev in /dev/disk/by-label/"$1" /dev/vd[a-z]; do
+    [ -b "$dev" ] || continue
+    if [ "$(blkid -p -s LABEL -o value "$dev" 2>/dev/null)" = "$1" ]; then
+      echo "$dev"
+      return 0
+    fi
+  done
+  return 1
+}
+mount_label() {
+  mkdir -p "$2"
+  mountpoint -q "$2" && return 0
+  for i in $(seq 300); do
+    if dev=$(find_label "$1"); then
+      mount -o ro "$dev" "$2" || mountpoint -q "$2"
+      return
+    fi
+    sleep 0.2
+  done
+  return 1
+}
+mount_label IOLABCMD /run/iolab-cmd || exit 1
+mount_label IOLABSRC /opt/iolab/src || echo "iolab: no iolab source disk (IOLABSRC)" >&2
+exit 0
+"""
+
+# Prints the virtio port iolab.out's device, waiting for it (1 if it never comes): its
+# driver loaded now rather than by udev's coldplug, the port found in sysfs.
+_PORT = """\
+#!/bin/sh
+modprobe -q virtio_console 2>/dev/null
 for i in $(seq 300); do
-  [ -e /dev/disk/by-label/IOLABCMD ] && break
+  for name in /sys/class/virtio-ports/*/name; do
+    if [ -r "$name" ] && [ "$(cat "$name")" = iolab.out ]; then
+      dev=/dev/$(basename "$(dirname "$name")")
+      [ -c "$dev" ] && echo "$dev" && exit 0
+    fi
+  done
+  [ -e /dev/virtio-ports/iolab.out ] && echo /dev/virtio-ports/iolab.out && exit 0
   sleep 0.2
 done
-mount -o ro /dev/disk/by-label/IOLABCMD /run/iolab-cmd
+exit 1
 """
+MOUNT = "/usr/local/sbin/iolab-guest-mount"
+PORT = "/usr/local/sbin/iolab-guest-port"
 
 _RUN_UNIT = """\
 [Unit]
@@ -39,7 +81,7 @@ Wants=systemd-udevd.service
 
 [Service]
 Type=oneshot
-ExecStartPre=/usr/local/sbin/iolab-guest-mount-cmd
+ExecStartPre=/usr/local/sbin/iolab-guest-mount
 ExecStart=/bin/bash /run/iolab-cmd/boot
 TimeoutStartSec=infinity
 StandardOutput=journal+console
@@ -62,7 +104,7 @@ Conflicts=shutdown.target
 Before=shutdown.target
 
 [Service]
-ExecStartPre=/usr/local/sbin/iolab-guest-mount-cmd
+ExecStartPre=/usr/local/sbin/iolab-guest-mount
 EnvironmentFile=-/run/iolab-cmd/env
 Environment=HOME=/root PYTHONDONTWRITEBYTECODE=1
 Environment=PATH=/opt/iolab/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -86,9 +128,9 @@ LinkLocalAddressing=no
 IPv6AcceptRA=no
 """
 
+# the iolab source is mounted by the units' ExecStartPre (iolab-guest-mount), not here
 _FSTAB = """\
 /dev/vda / ext4 rw,errors=remount-ro 0 1
-LABEL=IOLABSRC /opt/iolab/src ext4 ro,nofail,x-systemd.device-timeout=60s 0 0
 """
 
 # A small initrd (only what mounts a virtio root) boots faster under TCG than MODULES=most.
@@ -130,7 +172,8 @@ sys.exit(main())
 
 # path in the guest -> (mode, text)
 FILES: dict[str, tuple[int, str]] = {
-    "/usr/local/sbin/iolab-guest-mount-cmd": (0o755, _MOUNT_CMD),
+    MOUNT: (0o755, _MOUNT),
+    PORT: (0o755, _PORT),
     INITRAMFS_POSTINST_WRAPPER: (0o755, _INITRAMFS_POSTINST),
     "/etc/initramfs-tools/conf.d/iolab-guest": (0o644, _INITRAMFS_CONF),
     "/etc/initramfs-tools/hooks/iolab-guest": (0o755, _INITRAMFS_HOOK),

@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from iolab.errors import IolabError, LabError
-from iolab.guest import disks, vm
+from iolab.guest import disks, files, vm
 from iolab.guest.image import Image
 from iolab.guest.run import BOOT_MARK, parse_boots
 from iolab.procs import process_alive, process_start
@@ -113,19 +113,13 @@ def _host_toml(name: str, host_class: str, hooks: dict[str, list[str]] | None = 
 
 
 def service_script(nonce: str, command: str) -> str:
-    """The guest's service: reports its boot, then runs `command`, output to the host."""
+    """The guest's service: reports its boot, then runs `command`, output to the host.  The
+    unit's ExecStartPre has mounted the iolab source (`guest.files`, iolab-guest-mount)."""
     return (
         "#!/bin/bash\n"
-        "port=/dev/virtio-ports/iolab.out\n"
-        'for i in $(seq 300); do [ -e "$port" ] && break; sleep 0.2; done\n'
+        f"port=$({files.PORT}) || port=/dev/virtio-ports/iolab.out\n"
         'exec >>"$port" 2>&1\n'
-        # fstab mounts the source disk `nofail` with a 60 s device timeout: a slow boot (a
-        # kernel built here, under TCG) gives up on it, and the worker cannot import iolab
-        "if ! mountpoint -q /opt/iolab/src; then\n"
-        f"  for i in $(seq 1500); do [ -e /dev/disk/by-label/{disks.SOURCE_LABEL} ] && break; "
-        "sleep 0.2; done\n"
-        f"  mount -o ro /dev/disk/by-label/{disks.SOURCE_LABEL} /opt/iolab/src || true\n"
-        "fi\n"
+        'mountpoint -q /opt/iolab/src || echo "iolab: the iolab source disk is not mounted"\n'
         f'echo "{BOOT_MARK}-{nonce} $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"\n'
         f"{command}\n"
     )

@@ -36,15 +36,11 @@ BOOT_SCRIPT = """\
 # iolab.mode=run: the command disk's script once per boot; output to the virtio port iolab.out
 set -u
 nonce=$(cat /run/iolab-cmd/nonce)
-port=/dev/virtio-ports/iolab.out
-for i in $(seq 300); do [ -e "$port" ] && break; sleep 0.2; done
+port=$(/usr/local/sbin/iolab-guest-port) || port=/dev/virtio-ports/iolab.out
 exec >>"$port" 2>&1
 echo "IOLAB-BOOT-$nonce $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"
-# fstab mounts the iolab source with nofail, which orders it before nothing: on a loaded host
-# this script can start first (or systemd gives up after its 60 s); wait, then mount it here
-for i in $(seq 600); do mountpoint -q /opt/iolab/src && break; sleep 0.2; done
-mountpoint -q /opt/iolab/src || mount -o ro LABEL=IOLABSRC /opt/iolab/src \
-  || echo "iolab: the iolab source disk (IOLABSRC) is not mounted"
+# the unit's ExecStartPre (iolab-guest-mount) has mounted the iolab source
+mountpoint -q /opt/iolab/src || echo "iolab: the iolab source disk (IOLABSRC) is not mounted"
 export IOLAB_STAY=/run/iolab-stay HOME=/root PYTHONDONTWRITEBYTECODE=1
 export PATH=/opt/iolab/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 cd /root
