@@ -443,8 +443,8 @@ def main() -> int:
         with step("teardown"):
             if args.logs is not None:  # the guest's console: the boots, as the kernel saw them
                 args.logs.mkdir(parents=True, exist_ok=True)
-                for console in (work / "guests").glob("*/console.log"):
-                    shutil.copy(console, args.logs / f"{console.parent.name}.console.log")
+                for console in (work / "guests").glob("*/console*.log"):  # power cycles too
+                    shutil.copy(console, args.logs / f"{console.parent.name}.{console.name}")
             if guest:
                 down = iolab(env, "guest", "down", name, timeout=300)
                 check(down.returncode == 0, f"guest {name} down")

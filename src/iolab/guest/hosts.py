@@ -216,7 +216,9 @@ def up(
 def power_cycle(name: str) -> GuestHost:
     """Pull the plug and switch it on again: QEMU killed (a power cut: nothing in the guest
     is told), then started anew on the same overlay, which boots its first kernel as a
-    machine's firmware would.  What the controller's `power_cycle` hook runs for a guest."""
+    machine's firmware would; the console until the cut is kept as
+    `console.before-cycle-N.log`.  What the controller's `power_cycle` hook runs for a
+    guest."""
     check_name(name)
     path = state_root() / name
     try:
@@ -225,9 +227,14 @@ def power_cycle(name: str) -> GuestHost:
         raise IolabError(f"no guest named {name}") from None
     _kill(int(state["pid"]))
     spec = vm.VmSpec.from_json(state["spec"])
+    cycles = int(state.get("power_cycles", 0)) + 1
+    # QEMU starts its console file anew: the old one holds what the guest did before the
+    # cut (a hang's last lines), kept beside it until `guest down`
+    with contextlib.suppress(OSError):
+        spec.console.replace(path / f"console.before-cycle-{cycles}.log")
     proc = vm.start(spec, path / "qemu.log", detached=True)
     state.update(pid=proc.pid, start=process_start(proc.pid))
-    state["power_cycles"] = int(state.get("power_cycles", 0)) + 1
+    state["power_cycles"] = cycles
     tmp = path / "state.json.tmp"
     tmp.write_text(json.dumps(state) + "\n")
     tmp.replace(path / "state.json")
