@@ -1,6 +1,7 @@
 """The scatter of one kernel's samples in a TCG guest, with the TSC and with the HPET as clock.
 
 Usage:  .venv/bin/python bench/guest_clock_noise.py [--repeat 8] [--runtime 2] [--cpus 2]
+                                                    [--icount SHIFT]
         .venv/bin/python bench/guest_clock_noise.py --after-kexec [--idle 120] [--repeat 10]
                                                     [--iops-log 250] [--ramp 1]
 
@@ -11,7 +12,9 @@ of the archived thread, its quick profile as the kernel bisect bench runs it: 16
 writing one file with an fsync per write, a 128M loop image in RAM) `--repeat` times after
 one unmeasured warm-up, and prints each clock's write IOPS, mean and CV (standard deviation
 / mean).  Under the HPET every clock read is an emulated device access under QEMU's global
-lock.  TCG figures: compare the CVs, not the IOPS.
+lock.  TCG figures: compare the CVs, not the IOPS.  `--icount SHIFT` compares the TSC boot
+with a boot on QEMU's instruction clock instead (`guest run --icount SHIFT`, one virtual CPU),
+where the guest's time counts the instructions it executed.
 
 `--after-kexec` asks where a boot's slow first samples come from.  One guest boots KERNEL_B,
 runs the plan `--repeat` times with no warm-up, kexecs into KERNEL_A (as a fleet host switches
@@ -240,6 +243,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=8)
     parser.add_argument("--runtime", default="2", help="fio's runtime in seconds")
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument(
+        "--icount", type=int, default=None, metavar="SHIFT",
+        help="compare with a guest on the instruction clock (one vCPU) instead of the HPET",
+    )  # fmt: skip
     parser.add_argument("--after-kexec", action="store_true")
     parser.add_argument("--idle", type=int, default=0, help="seconds after the kexec")
     parser.add_argument(
@@ -257,7 +264,12 @@ def main() -> None:
     print(f"kernel {KERNEL_A}, {args.repeat} samples after a warm-up, fio runtime "
           f"{args.runtime} s, {args.cpus} vCPUs (QEMU TCG)", flush=True)  # fmt: skip
     cvs = {}
-    for name, append in (("tsc", ""), ("hpet", "clocksource=hpet")):
+    other = (
+        ("hpet", "clocksource=hpet", args.cpus, None)
+        if args.icount is None
+        else ("icount", "", 1, args.icount)
+    )
+    for name, append, cpus, shift in (("tsc", "", args.cpus, None), other):
         result = run.run_script(
             guest_image(),
             KERNEL_A,
@@ -266,7 +278,8 @@ def main() -> None:
             timeout_s=3600,
             memory_mib=2048,
             append=append,
-            cpus=args.cpus,
+            cpus=cpus,
+            icount_shift=shift,
         )
         out = result.boots[-1].output
         if result.exit_status != 0:
@@ -276,11 +289,11 @@ def main() -> None:
         values = [float(v) for status, v in json.loads(line[len("RESULTS ") :]) if status == "ok"]
         mean = statistics.mean(values)
         cvs[name] = statistics.stdev(values) / mean
-        print(f"  {name:5s} (clocksource {clock}): write IOPS "
+        print(f"  {name:6s} (clocksource {clock}, {cpus} vCPU): write IOPS "
               f"{', '.join(f'{v:.0f}' for v in values)}", flush=True)  # fmt: skip
         print(f"        mean {mean:.0f}, CV {cvs[name]:.1%}, guest run {result.seconds:.0f} s",
               flush=True)  # fmt: skip
-    print(f"CV with the HPET / CV with the TSC: {cvs['hpet'] / cvs['tsc']:.1f}")
+    print(f"CV with the {other[0]} / CV with the TSC: {cvs[other[0]] / cvs['tsc']:.2f}")
 
 
 if __name__ == "__main__":

@@ -260,9 +260,21 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--logs", type=Path, help="keep the guest's console log here")
     parser.add_argument(
-        "--guest-cpus", type=int, default=2, help="the guest host's virtual CPUs (guest up --cpus)"
+        "--guest-cpus",
+        type=int,
+        default=None,
+        help="the guest host's virtual CPUs (guest up --cpus; default 2, 1 with --icount)",
+    )
+    parser.add_argument(
+        "--icount",
+        type=int,
+        default=None,
+        metavar="SHIFT",
+        help="the guest on an instruction clock (guest up --icount SHIFT; docs/guests.md)",
     )
     args = parser.parse_args()
+    if args.guest_cpus is None:
+        args.guest_cpus = 1 if args.icount is not None else 2
 
     # SIGTERM ends the bench as Ctrl-C does: through the teardown (guest, PostgreSQL, Redis)
     def stopped(*_: object) -> None:
@@ -311,7 +323,8 @@ def main() -> int:
                 env, "guest", "up", name, "--kernels", GUEST_KERNEL, "--broker", fleet.broker,
                 "--db", fleet.db, "--class", name, "--hooks", str(guest_hooks(work)),
                 "--memory", "3072",  # /dev/shm holds half: the plans' 1 GiB loop image in RAM
-                "--cpus", str(args.guest_cpus), timeout=900,
+                "--cpus", str(args.guest_cpus),
+                *(() if args.icount is None else ("--icount", str(args.icount))), timeout=900,
             )  # fmt: skip
             guest = up.returncode == 0
             check(guest, f"guest {name} up {up.stderr.strip()[-300:]}")
@@ -441,10 +454,10 @@ def main() -> int:
                           and not last.get("culprit"), "the entry records no culprit")  # fmt: skip
     finally:
         with step("teardown"):
-            if args.logs is not None:  # the guest's console: the boots, as the kernel saw them
+            if args.logs is not None:  # the guest's console and worker, before cycles too
                 args.logs.mkdir(parents=True, exist_ok=True)
-                for console in (work / "guests").glob("*/console*.log"):  # power cycles too
-                    shutil.copy(console, args.logs / f"{console.parent.name}.{console.name}")
+                for kept in (work / "guests").glob("*/*.log"):
+                    shutil.copy(kept, args.logs / f"{kept.parent.name}.{kept.name}")
             if guest:
                 down = iolab(env, "guest", "down", name, timeout=300)
                 check(down.returncode == 0, f"guest {name} down")
@@ -458,6 +471,10 @@ def main() -> int:
 
 def summary(args: argparse.Namespace, began: float) -> None:
     print_switches()
+    if args.icount is not None and SWITCHES:
+        # the guest's clock counted instructions: its stamps are its own seconds, and the
+        # clock a new kernel reads at boot is not the one the old kernel left
+        say("   (the guest's instruction-clock seconds; the parts across the kexec do not hold)")
     total = time.monotonic() - began
     say("steps:")
     for what, spent in TIMES:
@@ -465,7 +482,8 @@ def summary(args: argparse.Namespace, began: float) -> None:
     print(f"    {'total':60s} {total / 60:6.1f} min", flush=True)
     if args.json:
         args.json.write_text(json.dumps(
-            {"tree": args.tree, "steps": TIMES, "total_s": total, "switches": SWITCHES,
+            {"tree": args.tree, "icount": args.icount, "cpus": args.guest_cpus,
+             "steps": TIMES, "total_s": total, "switches": SWITCHES,
              "stamps": STAMPS, "failed": FAILED}, indent=1))  # fmt: skip
     say("FAILED: " + "; ".join(FAILED) if FAILED else "every check held")
 

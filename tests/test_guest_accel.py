@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from iolab.guest import accel
+from iolab.guest import accel, vm
 
 
 @pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="no QEMU")
@@ -76,3 +77,75 @@ def test_a_tcg_guest_keeps_the_tsc_as_its_clock(
     )  # fmt: skip
     argv = spec.argv()
     assert argv[argv.index("-append") + 1].split() == ["root=/dev/vda", "rw", *words]
+
+
+def _spec(tmp_path: Path, **kw: Any) -> vm.VmSpec:
+    base: dict[str, Any] = {
+        "kernel": tmp_path / "vmlinuz", "initrd": tmp_path / "initrd", "cmdline": "root=/dev/vda",
+        "disks": (), "out": tmp_path / "out", "console": tmp_path / "console",
+        "pidfile": tmp_path / "pid", "memory_mib": 512,
+    }  # fmt: skip
+    return vm.VmSpec(**{**base, **kw})
+
+
+def test_an_instruction_clocked_guest_asks_qemu_for_icount_and_keeps_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--icount 4`: QEMU's `-icount shift=4,sleep=on`, kept in the spec a power cycle starts
+    from; a guest without it gets no such words."""
+    monkeypatch.setenv(accel.ENV, "tcg")
+    spec = _spec(tmp_path, icount_shift=4)
+    argv = spec.argv()
+    assert argv[argv.index("-icount") + 1] == "shift=4,sleep=on"
+    again = vm.VmSpec.from_json(spec.to_json())
+    assert again == spec and again.argv() == argv
+    plain = _spec(tmp_path)
+    assert "-icount" not in plain.argv()
+    assert vm.VmSpec.from_json(plain.to_json()).icount_shift is None
+
+
+@pytest.mark.parametrize(
+    ("kw", "said"),
+    [
+        ({"icount_shift": 4, "cpus": 2}, "one virtual CPU, not 2"),
+        ({"icount_shift": 11}, "a shift of 0 to 10"),
+        ({"icount_shift": -1}, "a shift of 0 to 10"),
+    ],
+)
+def test_an_instruction_clock_refuses_what_qemu_cannot_run(
+    tmp_path: Path, kw: dict[str, object], said: str
+) -> None:
+    from iolab.errors import LabError
+
+    with pytest.raises(LabError, match=said):
+        _spec(tmp_path, **kw)
+
+
+def test_an_instruction_clock_is_refused_under_kvm(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """KVM runs the guest's instructions natively: nothing counts them, so the spec says so
+    rather than booting a guest whose clock is not what was asked for."""
+    from iolab.errors import LabError
+
+    monkeypatch.setenv(accel.ENV, "kvm")
+    spec = _spec(tmp_path, icount_shift=4)
+    with pytest.raises(LabError, match="needs TCG, and this machine's guests use kvm"):
+        spec.argv()
+
+
+def test_this_machines_qemu_runs_a_guest_on_the_instruction_clock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The words the spec gives QEMU, given to the real QEMU with the probe's sector under
+    TCG: it runs the sector and ends with the probe's status."""
+    monkeypatch.setenv(accel.ENV, "tcg")
+    spec = _spec(tmp_path, icount_shift=4)
+    words = spec.argv()
+    icount = words[words.index("-icount") : words.index("-icount") + 2]
+    image = tmp_path / "probe.img"
+    image.write_bytes(accel._boot_sector())
+    swap = {"pc,accel=kvm": "pc,accel=tcg", accel.cpu_model("kvm"): accel.cpu_model("tcg")}
+    argv = [swap.get(a, a) for a in accel.probe_argv(image)] + icount
+    done = subprocess.run(argv, timeout=60, check=False, capture_output=True)
+    assert done.returncode == accel._PROBE_STATUS, done.stderr

@@ -221,6 +221,7 @@ def test_power_cut_mid_sample(fleet: Fleet, env: dict[str, str], tmp_path: Path)
         assert set(states[1:-1]) <= {"lost"}, tried
         assert json.loads(state.read_text())["power_cycles"] >= 1
         assert "Linux version" in (state.parent / "console.before-cycle-1.log").read_text()
+        assert "IOLAB-BOOT" in (state.parent / "service.before-cycle-1.log").read_text()
     finally:
         guest_down(env, name)
 

@@ -36,6 +36,15 @@ _CPUS = click.option(
     show_default=True,
     help="Virtual CPUs (under TCG, one host thread each).",
 )
+_ICOUNT = click.option(
+    "--icount",
+    "icount_shift",
+    type=click.IntRange(0, 10),
+    default=None,
+    metavar="SHIFT",
+    help="TCG only, one CPU: the guest's clock counts instructions, 2**SHIFT ns each "
+    "(docs/guests.md).",
+)
 
 
 @click.group("guest")
@@ -87,6 +96,7 @@ def build(kernels: tuple[str, ...] | None) -> None:
 )
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
 @_CPUS
+@_ICOUNT
 @click.argument("script", type=click.Path(dir_okay=False, allow_dash=True))
 def run(
     kernel: str | None,
@@ -94,6 +104,7 @@ def run(
     timeout_s: float,
     memory_mib: int,
     cpus: int,
+    icount_shift: int | None,
     script: str,
 ) -> None:
     """Boot a throw-away guest, run SCRIPT (bash) in it as root, print its output and exit
@@ -118,6 +129,7 @@ def run(
         timeout_s=timeout_s,
         memory_mib=memory_mib,
         cpus=cpus,
+        icount_shift=icount_shift,
     )
     for boot in result.boots:
         _log(f"guest: boot {boot.release} {boot.boot_id}")
@@ -152,6 +164,7 @@ def run(
 @click.option("--file", "files", multiple=True, metavar="FILE", help="In /run/iolab-cmd.")
 @click.option("--memory", "memory_mib", default=1024, show_default=True, help="MiB.")
 @_CPUS
+@_ICOUNT
 @click.option(
     "--wait",
     "wait_s",
@@ -180,6 +193,7 @@ def up(
     files: tuple[str, ...],
     memory_mib: int,
     cpus: int,
+    icount_shift: int | None,
     wait_s: float,
     hooks_file: str | None,
 ) -> None:
@@ -211,6 +225,7 @@ def up(
         files=_files(files),
         memory_mib=memory_mib,
         cpus=cpus,
+        icount_shift=icount_shift,
         wait_s=wait_s,
         hooks=_hooks(hooks_file),
     )

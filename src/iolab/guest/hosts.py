@@ -144,6 +144,7 @@ def up(
     files: dict[str, bytes] | None = None,
     memory_mib: int = 1024,
     cpus: int = 1,
+    icount_shift: int | None = None,
     wait_s: float = 300.0,
     hooks: dict[str, list[str]] | None = None,
 ) -> GuestHost:
@@ -190,6 +191,7 @@ def up(
             pidfile=path / "qemu.pid",
             memory_mib=memory_mib,
             cpus=cpus,
+            icount_shift=icount_shift,
             forwards=tuple(sorted({f.port for f in fwd})),
             reboot_exits=False,
         )
@@ -216,9 +218,9 @@ def up(
 def power_cycle(name: str) -> GuestHost:
     """Pull the plug and switch it on again: QEMU killed (a power cut: nothing in the guest
     is told), then started anew on the same overlay, which boots its first kernel as a
-    machine's firmware would; the console until the cut is kept as
-    `console.before-cycle-N.log`.  What the controller's `power_cycle` hook runs for a
-    guest."""
+    machine's firmware would; the console and the service's output until the cut are kept
+    as `console.before-cycle-N.log` and `service.before-cycle-N.log`.  What the controller's
+    `power_cycle` hook runs for a guest."""
     check_name(name)
     path = state_root() / name
     try:
@@ -228,10 +230,11 @@ def power_cycle(name: str) -> GuestHost:
     _kill(int(state["pid"]))
     spec = vm.VmSpec.from_json(state["spec"])
     cycles = int(state.get("power_cycles", 0)) + 1
-    # QEMU starts its console file anew: the old one holds what the guest did before the
-    # cut (a hang's last lines), kept beside it until `guest down`
-    with contextlib.suppress(OSError):
-        spec.console.replace(path / f"console.before-cycle-{cycles}.log")
+    # QEMU starts its console and port files anew: the old ones hold what the guest and its
+    # worker did before the cut (a hang's last lines), kept beside them until `guest down`
+    for kept, file in (("console", spec.console), ("service", spec.out)):
+        with contextlib.suppress(OSError):
+            file.replace(path / f"{kept}.before-cycle-{cycles}.log")
     proc = vm.start(spec, path / "qemu.log", detached=True)
     state.update(pid=proc.pid, start=process_start(proc.pid))
     state["power_cycles"] = cycles

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import LabError
-from iolab.guest import disks, vm
+from iolab.guest import disks, files, vm
 from iolab.guest.image import Image
 from iolab.procs import process_alive, process_start
 
@@ -31,12 +31,15 @@ BOOT_MARK = "IOLAB-BOOT"  # + "-<nonce> <release> <boot id>": the first line of 
 
 # On the command disk as `boot`; iolab-guest-run.service (guest.files) runs it at each boot
 # with the disk mounted.  Here rather than in the image: changing it rebuilds nothing.
-BOOT_SCRIPT = """\
+BOOT_SCRIPT = (
+    """\
 #!/bin/bash
 # iolab.mode=run: the command disk's script once per boot; output to the virtio port iolab.out
 set -u
 nonce=$(cat /run/iolab-cmd/nonce)
-port=$(/usr/local/sbin/iolab-guest-port) || port=/dev/virtio-ports/iolab.out
+port=$("""
+    + files.PORT
+    + """) || port=/dev/virtio-ports/iolab.out
 exec >>"$port" 2>&1
 echo "IOLAB-BOOT-$nonce $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"
 # the unit's ExecStartPre (iolab-guest-mount) has mounted the iolab source
@@ -54,6 +57,7 @@ echo "IOLAB-EXIT-$nonce $rc"
 sync
 systemctl start --no-block poweroff.target >/dev/null 2>&1
 """
+)
 
 
 class GuestError(LabError):
@@ -128,6 +132,7 @@ def run_script(
     memory_mib: int = 1024,
     append: str = "",
     cpus: int = 1,
+    icount_shift: int | None = None,
     qemu_args: tuple[str, ...] = (),
 ) -> GuestRun:
     """Boot `kernel` of `image`, run `script` (bash) in it, power off; `files` are beside it
@@ -158,6 +163,7 @@ def run_script(
             memory_mib=memory_mib,
             cpus=cpus,
             extra=qemu_args,
+            icount_shift=icount_shift,
         )
         proc = vm.start(spec, work / "qemu.log")
         try:

@@ -1,7 +1,9 @@
 """Start QEMU for a guest and always stop it: the argv, the process, the forwarded ports.
 
 The accelerator is KVM where a probe shows KVM really runs a guest, else TCG (`guest.accel`;
-`$IOLAB_GUEST_ACCEL` overrides it).
+`$IOLAB_GUEST_ACCEL` overrides it).  Under TCG a guest may run on an instruction clock
+(`icount_shift`): its time then advances 2**shift ns per instruction executed, whatever else
+the host is doing, so a timing in the guest measures the work done rather than the host's load.
 The network is QEMU's user network with `restrict=on`: the guest can reach nothing but the
 ports forwarded to it, each `guestfwd=tcp:10.0.2.100:PORT-cmd:socat - TCP:127.0.0.1:PORT`
 (a new socat per connection, so successive connections work; a `-tcp:` chardev would carry
@@ -23,6 +25,7 @@ from typing import Any
 from iolab.errors import LabError
 from iolab.guest.accel import accelerator, cpu_model, kernel_args
 
+ICOUNT_MAX_SHIFT = 10  # QEMU's limit for a fixed shift
 GUEST_GATEWAY = "10.0.2.100"  # where forwarded services appear inside the guest
 _PR_SET_PDEATHSIG = 1
 
@@ -52,6 +55,20 @@ class VmSpec:
     forwards: tuple[int, ...] = ()  # loopback ports the guest reaches at GUEST_GATEWAY:PORT
     reboot_exits: bool = True  # a reboot (or a panic) ends QEMU
     extra: tuple[str, ...] = field(default=())
+    # QEMU's `-icount shift=N`: the guest's clock counts instructions (TCG only, one CPU)
+    icount_shift: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.icount_shift is None:
+            return
+        if not 0 <= self.icount_shift <= ICOUNT_MAX_SHIFT:
+            raise LabError(
+                f"guest: --icount {self.icount_shift}: a shift of 0 to {ICOUNT_MAX_SHIFT}"
+            )
+        if self.cpus != 1:
+            # QEMU runs every virtual CPU of an instruction-clocked guest in one thread; with
+            # two, QEMU 7.2 here never brought the second one up
+            raise LabError(f"guest: --icount runs one virtual CPU, not {self.cpus} (--cpus 1)")
 
     def to_json(self) -> dict[str, Any]:
         """Everything needed to start the same QEMU again (`guest up` keeps it in the guest's
@@ -69,6 +86,7 @@ class VmSpec:
             "forwards": list(self.forwards),
             "reboot_exits": self.reboot_exits,
             "extra": list(self.extra),
+            "icount_shift": self.icount_shift,
         }
 
     @classmethod
@@ -88,6 +106,7 @@ class VmSpec:
                 forwards=tuple(int(p) for p in raw["forwards"]),
                 reboot_exits=bool(raw["reboot_exits"]),
                 extra=tuple(str(a) for a in raw.get("extra", ())),
+                icount_shift=None if raw.get("icount_shift") is None else int(raw["icount_shift"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise LabError(f"guest: a stored QEMU spec is incomplete ({exc})") from None
@@ -139,6 +158,11 @@ class VmSpec:
             argv += ["-drive", f"file={disk.path},if=virtio,format={disk.format}{ro}"]
         if self.reboot_exits:
             argv.append("-no-reboot")
+        if self.icount_shift is not None:
+            if accel != "tcg":
+                raise LabError(f"guest: --icount needs TCG, and this machine's guests use {accel}")
+            # sleep=on: an idle guest waits in real time, so its clock keeps up with the host's
+            argv += ["-icount", f"shift={self.icount_shift},sleep=on"]
         return argv + list(self.extra)
 
 
