@@ -371,7 +371,8 @@ def main() -> int:
                 ab = iolab(
                     env, "ab", str(plan), "--kernel-repo", tree, "--kernel-build",
                     info["kernel_build"], "--fleet", name, "--hosts", "1",
-                    "--max-blocks", str(args.ab_blocks), "--format", "json", "-o", str(out),
+                    "--max-blocks", str(args.ab_blocks), "--one-sided", "--format", "json",
+                    "-o", str(out),
                     timeout=5400, show=True,
                 )  # fmt: skip
                 say(f"   ab exit {ab.returncode}")

@@ -17,6 +17,8 @@ order, as the lab's randomized blocks do.
 Methods, on the same histories (same culprit position and the same noise stream seed):
 - iolab bisect, binary search (`iolab.bisect.Bisection`, search="binary") — the lab's code;
 - iolab bisect, probabilistic bisection (search="probabilistic", each query graded at 0.01);
+  `classify*` grade the steps between the ends (the default); the ends and the verification
+  are one-sided tests as in `iolab bisect`, `classify-two-sided` the two-sided form before;
 - Pinpoint's rule (bench/baselines/pinpoint.py): the ends compared with Pinpoint's
   three-outcome test (10 attempts per side, 10 more while unknown, at most 160); then
   binary search where each step compares (lo, mid) and (mid, hi) the same way and follows
@@ -49,6 +51,7 @@ from sim_stats import load_series
 
 from iolab.bisect import GOOD, Bisection, Settings
 from iolab.model.metrics import Direction
+from iolab.stats.sequential import sign_bets_for
 
 SEGMENT = 16
 CHUNK = 32
@@ -104,7 +107,12 @@ def classify(found: int | None, h: History) -> str:
 
 
 def run_iolab(
-    h: History, noise: Noise, search: str, max_blocks: int, grade: str = "randomized"
+    h: History,
+    noise: Noise,
+    search: str,
+    max_blocks: int,
+    grade: str = "randomized",
+    one_sided: bool = True,
 ) -> Result:
     b = Bisection(
         Settings(
@@ -113,6 +121,8 @@ def run_iolab(
             search=search,  # type: ignore[arg-type]
             max_blocks=max_blocks,
             grade=grade,  # type: ignore[arg-type]
+            sign_bets=sign_bets_for(max_blocks),  # as `iolab bisect` sizes them
+            one_sided=one_sided,
         ),
         track_interval=False,
     )
@@ -206,6 +216,9 @@ def main() -> None:
         "classify-binary": lambda h, z: run_iolab(
             h, z, "binary", args.max_blocks, grade="classify"
         ),
+        "classify-two-sided": lambda h, z: run_iolab(
+            h, z, "probabilistic", args.max_blocks, grade="classify", one_sided=False
+        ),
         "pinpoint": run_pinpoint,
         "hand": run_by_hand,
     }
@@ -214,6 +227,7 @@ def main() -> None:
         "probabilistic": "iolab bisect (probabilistic bisection)",
         "classify": "iolab bisect (probabilistic, steps classified between the ends)",
         "classify-binary": "iolab bisect (binary search, steps classified between the ends)",
+        "classify-two-sided": "iolab bisect (classify, ends and verification two-sided)",
         "pinpoint": "Pinpoint's rule",
         "hand": "by hand: 5 runs per commit + U test",
     }

@@ -1,8 +1,11 @@
 """False alarms and decision times of the A/B's anytime-valid test, with and without the
-bettors on signs that budgets of at most 30 blocks add (docs/statistics.md).
+bettors on signs that budgets of at most 30 blocks add (docs/statistics.md); with
+`--one-sided`, a third row per cell: the sign bets in the one-sided test that a bisect's ends
+and verification and `iolab ab --one-sided` use ("regression" is then the worse side's claim
+alone, "improvement" the other side's).
 
 Usage:  .venv/bin/python bench/sim_sign_bets.py [DATA.csv] [--blocks 5 10 20 30]
-            [--reps 2000] [--shift 0.0 0.2 0.45] [--seed 1]
+            [--reps 2000] [--shift 0.0 0.2 0.45] [--seed 1] [--one-sided]
 
 Blocks are drawn as bench/sim_stats.py draws them: randomized complete blocks from a recorded
 series (default: the quiet ext4 fsync series), A and B in random order, B scaled by
@@ -33,13 +36,17 @@ from iolab.stats.sequential import SequentialDecision
 DEFAULT = Path(__file__).resolve().parent / "data" / "ext4-fsync-16k-lab-quiet.csv"
 
 
-def one(a: np.ndarray, b: np.ndarray, budget: int, signs: bool) -> tuple[str, int]:
+def one(
+    a: np.ndarray, b: np.ndarray, budget: int, signs: bool, one_sided: bool = False
+) -> tuple[str, int]:
     """The verdict of one simulated A/B and the block it came at (budget: not decided)."""
     seq = SequentialDecision(
         "write.iops",
         direction=Direction.HIGHER,
         max_blocks=budget,
         sign_bets=signs,
+        one_sided=one_sided,
+        track_interval=False,
     )
     for i, pair in enumerate(zip(a, b, strict=True), start=1):
         state = seq.update([(float(pair[0]), float(pair[1]))])
@@ -55,21 +62,26 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--shift", type=float, nargs="+", default=[0.0, 0.2, 0.45])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--one-sided", action="store_true", help="also the one-sided test")
     args = ap.parse_args()
     series, _ = load_series(args.data)
     print(f"Data: `{Path(args.data).name}`; {args.reps} simulated A/Bs per row, seed {args.seed}.")
     print()
-    print("| shift | budget | sign bets | regression | improvement | no change | median block |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    print(
+        "| shift | budget | sign bets | test | regression | improvement | no change "
+        "| median block |"
+    )
+    print("|---:|---:|---|---|---:|---:|---:|---:|")
+    arms = [(False, False), (True, False)] + ([(True, True)] if args.one_sided else [])
     for shift in args.shift:
         for n in args.blocks:
             blocks = Blocks(series, np.random.default_rng(args.seed))
             draws = [blocks.draw(n, shift) for _ in range(args.reps)]
-            for signs in (False, True):
+            for signs, one_sided in arms:
                 counts = {"regression": 0, "improvement": 0, "no change": 0}
                 at: list[int] = []
                 for a, b in draws:
-                    verdict, i = one(a, b, n, signs)
+                    verdict, i = one(a, b, n, signs, one_sided)
                     if verdict in counts:
                         counts[verdict] += 1
                         at.append(i)
@@ -77,6 +89,7 @@ def main() -> None:
                 median = f"{statistics.median(at):g}" if at else "-"
                 print(
                     f"| {shift:g} | {n} | {'yes' if signs else 'no'} "
+                    f"| {'one-sided' if one_sided else 'two-sided'} "
                     f"| {share['regression']:.2f}% | {share['improvement']:.2f}% "
                     f"| {share['no change']:.2f}% | {median} |",
                     flush=True,

@@ -96,9 +96,13 @@ def test_run_then_compare(lab: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_ab_small_budget(lab: dict[str, str], tmp_path: Path) -> None:
+    """Three blocks, asked one-sided (`--one-sided`): the run keeps the question, and its
+    evidence is the worse side's alone."""
+    from iolab.stats import SequentialDecision
+
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN)
-    done = iolab(lab, "ab", str(plan), "--max-runs", "3", "--ci", "--format", "json")
+    done = iolab(lab, "ab", str(plan), "--max-runs", "3", "--one-sided", "--ci", "--format", "json")
     assert done.returncode in (0, 10, 11), done.stderr
     assert "budget of 3 blocks spent" in done.stderr or "every KPI has a verdict" in done.stderr
     assert "block   1" in done.stderr  # the estimate is printed as it goes
@@ -115,6 +119,13 @@ def test_ab_small_budget(lab: dict[str, str], tmp_path: Path) -> None:
     assert kpi["verdict"] == "inconclusive"
     assert done.returncode == 11
     assert run.meta["ab_result"]["states"][0]["blocks"] == 3
+    assert run.meta["ab"]["one_sided"] is True
+    value = {(s.variant, s.block): s.metrics["write.iops"] for s in samples}
+    again = SequentialDecision("write.iops", max_blocks=3, one_sided=True).update(
+        (value[("big", b)], value[("small", b)]) for b in range(1, 4)
+    )
+    assert state["e_value"] == pytest.approx(again.e_value, rel=1e-12)
+    assert kpi["ci_low_pct"] == pytest.approx(-75.0)  # a bound on the worse side only
 
 
 def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) -> None:
@@ -131,6 +142,7 @@ def test_ab_resume_continues_the_same_test(lab: dict[str, str], tmp_path: Path) 
         "give --max-blocks above 2 to continue it",
         ("--resume", "1", "--margin", "2", "--tag", "k=v"): "iolab: --margin, --tag: "
         "run 1 keeps its own",
+        ("--resume", "1", "--one-sided"): "iolab: --one-sided: run 1 keeps its own",
         ("--resume", "1", str(plan)): "iolab: give either PLAN or --resume RUN, not both",
     }
     for args, line in refused.items():
@@ -180,6 +192,11 @@ def test_a_run_stored_without_sign_bets_resumes_without_them() -> None:
         2, "ab", None, "interrupted", datetime.now(UTC), meta={"ab": {**ab, "sign_bets": True}}
     )
     assert ab_settings(new).sign_bets is True
+    assert ab_settings(old).one_sided is False  # begun two-sided, resumed two-sided
+    one = RunInfo(
+        3, "ab", None, "interrupted", datetime.now(UTC), meta={"ab": {**ab, "one_sided": True}}
+    )
+    assert ab_settings(one).one_sided is True
 
 
 def test_ab_brief_names_its_report_and_what_to_try_next(

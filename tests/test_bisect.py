@@ -213,6 +213,28 @@ def test_an_undecided_step_moves_the_posterior_as_far_as_a_grade_at_most() -> No
     assert 0.5 < mass(weak) < mass(hard)
 
 
+def test_the_ends_and_the_verification_ask_one_sided_whether_bad_is_worse() -> None:
+    """A bisect's question has a direction: its ends' and verification's tests spend no
+    evidence on "bad is better", so a large change is shown sooner than by the two-sided
+    test on the same blocks."""
+    pairs = np.exp(np.random.default_rng(4).normal(0, 0.1, (40, 2))) * np.array([1.0, 0.6])
+
+    def ends_blocks(one_sided: bool) -> tuple[int, str]:
+        b = Bisection(
+            Settings(
+                n=8, direction=Direction.HIGHER, max_blocks=20, sign_bets=True, one_sided=one_sided
+            ),
+            track_interval=False,
+        )
+        used = b.feed(pairs)
+        assert b.ends_summary is not None
+        return min(used, b.ends_summary.blocks), b.ends_summary.verdict
+
+    one, two = ends_blocks(True), ends_blocks(False)
+    assert one[1] == two[1] == "regression"
+    assert one[0] < two[0]
+
+
 def test_equal_ends_name_no_culprit() -> None:
     o = simulate(16, None).outcome
     assert o.kind == "no regression" and o.culprit is None and not o.steps

@@ -368,7 +368,7 @@ def stored_bisect(
         mode="kernel-commits", arms=tuple(shas), kpi="write.iops", direction=Direction.HIGHER,
         alpha=0.05, margin_pct=1.0, max_blocks=50, search="probabilistic",
         template_sha256=template.sha256, repo=str(repo[0] if repo else tmp_path),
-        build=("true",), cache=str(tmp_path / "cache"), fleet="lab",
+        build=("true",), cache=str(tmp_path / "cache"), fleet="lab", one_sided=True,
     )  # fmt: skip
     store.update_run_meta(run.run_id, {**settings.to_meta(), artifacts.META: builds})
     for block, values in enumerate(blocks, start=1):
@@ -384,9 +384,10 @@ def stored_bisect(
 def test_a_bisect_stored_before_the_grade_was_recorded_resumes_randomized(
     tmp_path: Path,
 ) -> None:
-    """A run's meta names its step grade and whether its tests bet on signs; one without
-    them ran the randomized grade and the signed ranks alone (all there was then), and
-    resumes with them, so its replay retraces its own steps."""
+    """A run's meta names its step grade, whether its tests bet on signs and whether the
+    ends' and the verification's are one-sided; one without them ran the randomized grade,
+    the signed ranks alone and two-sided tests (all there was then), and resumes with them,
+    so its replay retraces its own steps."""
     from iolab.stats.sequential import sign_bets_for
     from iolab.store.store import Store
 
@@ -396,13 +397,15 @@ def test_a_bisect_stored_before_the_grade_was_recorded_resumes_randomized(
         stored = bisect.resume(store, run_id)
         assert stored.settings.grade == "classify"
         assert stored.settings.sign_bets == sign_bets_for(stored.settings.max_blocks)
+        assert stored.settings.one_sided is True and stored.engine.s.one_sided is True
         meta = dict(store.run(run_id).meta["bisect"])
-        del meta["grade"], meta["sign_bets"]
+        del meta["grade"], meta["sign_bets"], meta["one_sided"]
         store.update_run_meta(run_id, {"bisect": meta})
         resumed = bisect.resume(store, run_id)
         assert resumed.settings.grade == "randomized"
         assert resumed.engine.s.grade == "randomized"
         assert resumed.engine.s.sign_bets is False
+        assert resumed.engine.s.one_sided is False
 
 
 def test_resume_replays_finished_blocks_and_goes_on_from_a_half_done_one(

@@ -238,3 +238,63 @@ def test_a_decided_change_has_an_interval_on_its_side_even_beyond_the_range(
         assert (lo, hi) == pytest.approx((edge_hi, edge_hi))
     else:
         assert edge_lo <= lo < 100 * (factor - 1) < hi < 0
+
+
+def test_one_sided_claims_each_hold_alpha_despite_looking_after_every_block() -> None:
+    """A bisect's ends and verification ask one-sided: each claim ("regression", and
+    "improvement" by the other side's gambler) must stay within alpha under no difference,
+    on drifting noise, with a look after every block."""
+    rng = np.random.default_rng(17)
+    reps, budget = 250, 60
+    worse = better = 0
+    for _ in range(reps):
+        a, b = randomized_blocks(rng, budget, 0.0)
+        seq = SequentialDecision(
+            "write.iops", max_blocks=budget, track_interval=False, one_sided=True
+        )
+        state = seq.update(zip(a.tolist(), b.tolist(), strict=True))
+        worse += state.verdict == "regression"
+        better += state.verdict == "improvement"
+    assert worse / reps <= tolerance(reps)
+    assert better / reps <= tolerance(reps)
+
+
+def test_one_sided_decides_a_large_change_a_block_sooner_with_a_bound_on_its_side() -> None:
+    """The pairs of the sign-bets test (-50%, every block the same way): two-sided the 7th
+    block decides; one-sided, without the factor 2 for the side not asked about, the 6th.
+    The interval is the worse side's bound: "at least this much worse", unbounded below."""
+    from iolab.cli.progress import interval_text
+
+    rng = np.random.default_rng(30)
+    pairs = []
+    for _ in range(10):
+        a = 250.0 * float(np.exp(rng.normal(0, 0.17)))
+        pairs.append((a, 0.5 * a * float(np.exp(rng.normal(0, 0.17)))))
+
+    def decide(one_sided: bool) -> tuple[int, str, float | None, float | None, str]:
+        seq = SequentialDecision("write.iops", max_blocks=10, one_sided=one_sided)
+        for pair in pairs:
+            state = seq.update([pair])
+            if state.done:
+                break
+        return (
+            state.n_blocks,
+            state.verdict,
+            state.ci_low_pct,
+            state.ci_high_pct,
+            interval_text(state),
+        )
+
+    two, one = decide(False), decide(True)
+    assert two[:2] == (7, "regression")
+    assert one[:2] == (6, "regression")
+    assert one[3] is not None and -75.0 < one[3] < 0
+    assert one[2] == pytest.approx(100 * math.expm1(-math.log(4.0)))
+    assert one[4].startswith("[≤-75.0%, -")
+
+
+def test_a_one_sided_test_needs_a_direction() -> None:
+    from iolab.model.metrics import Direction
+
+    with pytest.raises(ValueError, match="direction"):
+        SequentialDecision("x", direction=Direction.NEUTRAL, one_sided=True)

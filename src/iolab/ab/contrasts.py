@@ -52,6 +52,7 @@ def contrasts(plan: Plan, settings: AbSettings) -> list[Contrast]:
                     max_blocks=settings.max_blocks,
                     stake_blocks=settings.stake_blocks,
                     sign_bets=settings.sign_bets,
+                    one_sided=settings.one_sided,
                 )
             out.append(contrast)
     return out

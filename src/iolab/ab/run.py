@@ -90,6 +90,8 @@ class NewAb:
     label: str | None = None
     tags: Mapping[str, str] | None = None
     kernels: KernelCommits | None = None
+    # each KPI asks one-sided whether the variant is worse: a reported regression's question
+    one_sided: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ def start(store: Store, request: NewAb) -> AbSetup:
         budget,
         request.max_time_s,
         sign_bets=sign_bets_for(budget),
+        one_sided=request.one_sided,
     )
     items = contrasts(plan, settings)
     run = lifecycle.start(store, checked, label=request.label, tags=request.tags)
@@ -163,6 +166,7 @@ def resume(store: Store, request: ResumedAb) -> AbSetup:
         recorded.stake_blocks,
         request.max_time_s,
         sign_bets=recorded.sign_bets,
+        one_sided=recorded.one_sided,
     )
     items = contrasts(run.plan, settings)
     last = replay(store, run_id, items, whole_blocks=run.plan.switches_kernels)

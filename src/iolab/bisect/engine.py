@@ -3,7 +3,8 @@ values, and ends with a typed `Outcome`.  Every bisect's session (`iolab.bisect.
 the simulation (`bench/sim_bisect.py`) run this same code.
 
 Order: (1) the ends — good against bad in two-arm randomized blocks with the ab test
-(`SequentialDecision`, at alpha); anything but "regression" ends here, never with a culprit;
+(`SequentialDecision`, at alpha, one-sided: a bisect asks whether bad is worse, so the side
+not asked about costs no evidence); anything but "regression" ends here, never with a culprit;
 (2) the search — each queried candidate graded against the ends, the error budget spread over
 the steps: by default classified between the ends as the ends' test measured them, the good
 end beside it in each block (`ClassifyStep`, `grade="classify"`), or in blocks of good, candidate
@@ -59,6 +60,9 @@ class Settings:
     query_alpha: float | None = None  # probabilistic search only; default alpha / 5
     grade: GradeKind = "classify"
     sign_bets: bool = False  # the ends' and the verification's tests bet on signs too
+    # the ends' and the verification's tests ask one-sided whether bad is worse (a run
+    # stored before this existed resumes two-sided)
+    one_sided: bool = True
 
 
 # the classified steps learn the noise from the ends' blocks: ends shown to differ sooner
@@ -138,6 +142,7 @@ class Bisection:
             max_blocks=self.s.max_blocks,
             track_interval=self._track,
             sign_bets=self.s.sign_bets,
+            one_sided=self.s.one_sided,
         )
 
     # -- what next ------------------------------------------------------------------------

@@ -226,6 +226,7 @@ def start(store: Store, checked: Checked) -> Session:
         search=req.search,
         grade=req.grade,
         sign_bets=sign_bets_for(req.max_blocks),
+        one_sided=True,
         template_sha256=req.plan.sha256,
         repo=None if req.repo is None else str(req.repo.resolve()),
         build=req.build,

@@ -51,6 +51,8 @@ class BisectSettings:
     grade: GradeKind = "classify"  # how a step grades (a run stored without it: randomized)
     # the ends' and the verification's tests bet on signs too (a run stored without: no)
     sign_bets: bool = False
+    # the ends' and the verification's tests are one-sided (a run stored without: two-sided)
+    one_sided: bool = False
 
     @property
     def builds_key(self) -> str:
@@ -67,6 +69,7 @@ class BisectSettings:
                 search=self.search,
                 grade=self.grade,
                 sign_bets=self.sign_bets,
+                one_sided=self.one_sided,
             ),
             kpi=self.kpi,
         )
@@ -90,6 +93,7 @@ class BisectSettings:
                 "regression": self.regression,
                 "grade": self.grade,
                 "sign_bets": self.sign_bets,
+                "one_sided": self.one_sided,
             }
         }
 
@@ -124,6 +128,7 @@ class BisectSettings:
                 regression=None if s.get("regression") is None else int(s["regression"]),
                 grade="classify" if s.get("grade") == "classify" else "randomized",
                 sign_bets=s.get("sign_bets") is True,
+                one_sided=s.get("one_sided") is True,
             )
         except (KeyError, TypeError, ValueError):
             raise IolabError(

@@ -48,6 +48,7 @@ _RUN_OPTIONS = {
     "tags": "--tag",
     "kernel_repo": "--kernel-repo",
     "kernel_build": "--kernel-build",
+    "one_sided": "--one-sided",
 }
 
 
@@ -71,6 +72,13 @@ _RUN_OPTIONS = {
     default=0.05,
     show_default=True,
     help="False-alarm rate per KPI, kept despite looking after every block.",
+)
+@click.option(
+    "--one-sided",
+    is_flag=True,
+    help="Ask each KPI only whether the variant is worse than the baseline (a reported "
+    "regression's question): no evidence is spent on the other side, so a large change "
+    "decides about a block sooner; the interval is a bound on the worse side.",
 )
 @click.option(
     "--max-blocks",
@@ -138,6 +146,7 @@ def command(
     profile: str | None,
     margin: float,
     alpha: float,
+    one_sided: bool,
     max_blocks: int | None,
     max_time_s: float | None,
     label: str | None,
@@ -187,7 +196,7 @@ def command(
     request: ab.run.NewAb | ab.run.ResumedAb
     if checked is not None:
         request = ab.run.NewAb(
-            checked, alpha, margin, max_blocks, max_time_s, label, tag_map, kernels
+            checked, alpha, margin, max_blocks, max_time_s, label, tag_map, kernels, one_sided
         )
     else:
         assert resume is not None

@@ -193,7 +193,10 @@ def _pct(v: Any) -> str:
 
 
 def answer_note(found: dict[str, Any], run_id: int) -> str:
-    """One log line: the answer, the KPI (with its interval) and what moved."""
+    """One log line: the answer, the KPI (with its interval: a side at the searched range's
+    edge, as a one-sided test's other side always is, shown unbounded) and what moved."""
+    from iolab.report.fmt import sequence_ci
+
     kpis = found["kpis"]
     if found["answer"] == "reproduced":
         shown = [k for k in kpis if k["verdict"] == "regression"]
@@ -201,7 +204,7 @@ def answer_note(found: dict[str, Any], run_id: int) -> str:
         shown = kpis
     parts = []
     for k in shown[:3]:
-        ci = f" [{_pct(k['ci_low_pct'])}, {_pct(k['ci_high_pct'])}]" if "ci_low_pct" in k else ""
+        ci = f" {sequence_ci(k['ci_low_pct'], k['ci_high_pct'])}" if "ci_low_pct" in k else ""
         parts.append(f"{k['metric']} {_pct(k['change_pct'])}{ci} ({k['verdict']})")
     what = found["answer"]
     if what == "not reproduced":

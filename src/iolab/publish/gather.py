@@ -210,6 +210,7 @@ def _sequential(
             max_blocks=settings.max_blocks,
             stake_blocks=settings.stake_blocks,
             sign_bets=settings.sign_bets,
+            one_sided=settings.one_sided,
         )
         points: list[SequentialPoint] = []
         stopped_at: int | None = None

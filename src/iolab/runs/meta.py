@@ -106,6 +106,9 @@ class AbSettings:
     # bettors on the sign beside the signed-rank ones (stats.sequential.sign_bets_for the
     # stakes' budget when the run began; a run stored without it began without them)
     sign_bets: bool = False
+    # each KPI's test asks one-sided whether the variant is worse (`ab --one-sided`; a run
+    # stored without it was two-sided)
+    one_sided: bool = False
 
     def to_meta(self) -> dict[str, Any]:
         return {
@@ -116,6 +119,7 @@ class AbSettings:
                 "stake_blocks": self.stake_blocks,
                 "max_time_s": self.max_time_s,
                 "sign_bets": self.sign_bets,
+                "one_sided": self.one_sided,
             }
         }
 
@@ -134,6 +138,7 @@ def ab_settings(run: RunInfo) -> AbSettings:
             stake_blocks=int(recorded.get("stake_blocks", max_blocks)),
             max_time_s=float(time_limit) if time_limit is not None else None,
             sign_bets=recorded.get("sign_bets") is True,
+            one_sided=recorded.get("one_sided") is True,
         )
     except (KeyError, TypeError, ValueError):
         raise IolabError(f"run {run.id} has no recorded ab settings; cannot resume it") from None

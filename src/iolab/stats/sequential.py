@@ -30,12 +30,18 @@ non-decreasing function of x_i, a gambler betting against "delta >= m" is a supe
 for every delta >= m, so composite one-sided nulls are handled by their boundary.
 
 Decisions (each an error of at most alpha):
-- regression / improvement: two-sided wealth at delta0 = 0 reaches 1/alpha;
+- regression / improvement: two-sided wealth at delta0 = 0 reaches 1/alpha; or, for a question
+  that has a direction (`one_sided`: a bisect's ends and verification ask "is bad worse?"),
+  the gambler that the KPI got worse alone reaches 1/alpha for "regression", the other
+  alone for "improvement" — each claim a one-sided test at alpha, without the factor 2 the
+  two-sided average pays for the side not asked about (one block sooner when every block
+  falls the same way and the sign bettors stake 0.9);
 - no change within ±m: the gambler against "delta >= log(1+m)" AND the gambler against
   "delta <= log(1-m)" have both reached 1/alpha (two one-sided tests, each at alpha);
 - inconclusive: the block budget ran out first.
 The interval shown is the confidence sequence {delta0 : two-sided wealth(delta0) < 1/alpha} on
-a grid, intersected over time — valid at every block simultaneously.
+a grid, intersected over time — valid at every block simultaneously; a one-sided test shows
+its side's bound instead (how much worse at least), unbounded on the other side.
 """
 
 from __future__ import annotations
@@ -169,6 +175,9 @@ class SequentialDecision:
     stakes while its block budget grows — the stakes must not depend on the data seen.
     `sign_bets`: bettors on the sign beside the signed-rank ones (default: as
     `sign_bets_for` the stakes' budget; a stored run passes what it was started with).
+    `one_sided`: "regression" and "improvement" are each decided by their own one-sided
+    gambler at alpha (module docstring), and the interval is that side's one-sided bound
+    (`_one_sided_bound`): unbounded on the other side, shown as the searched range's edge.
     """
 
     def __init__(
@@ -182,6 +191,7 @@ class SequentialDecision:
         stake_blocks: int | None = None,
         track_interval: bool = True,
         sign_bets: bool | None = None,
+        one_sided: bool = False,
     ) -> None:
         if not 0 < alpha < 0.5:
             raise ValueError("alpha must be in (0, 0.5)")
@@ -189,6 +199,9 @@ class SequentialDecision:
             raise ValueError("margin_pct must be in (0, 100)")
         self.name = name
         self.direction = direction if direction is not None else metric_info(name).direction
+        if one_sided and self.direction is Direction.NEUTRAL:
+            raise ValueError(f"{name}: a one-sided test needs a KPI with a direction")
+        self.one_sided = one_sided
         self.alpha = alpha
         self.margin_pct = margin_pct
         self.max_blocks = max_blocks
@@ -240,11 +253,41 @@ class SequentialDecision:
         self._state = state
         return state
 
+    def _one_sided_bound(self, *, improvement: bool) -> tuple[float, float]:
+        """The one-sided confidence sequence of the side a one-sided test asks about: the
+        nulls its gambler has not rejected.  The gambler that the shift lies below a null
+        rejects the nulls above the truth, so its set runs from the lower edge up to a
+        bound ("at least this much lower"); the other's from a bound to the upper edge.
+        A regression verdict is the bound passing 0 on the worse side."""
+        down = (self.direction is Direction.HIGHER) != improvement
+        wealth = self._bettors.max_log_down if down else self._bettors.max_log_up
+        inside = np.nonzero(wealth < self._threshold)[0]
+        first, last = float(self._nulls[0]), float(self._nulls[-1])
+        if inside.size == 0:  # every null rejected: the shift lies beyond the edge
+            return (first, first) if down else (last, last)
+        return (
+            (first, float(self._nulls[inside[-1]]))
+            if down
+            else (
+                float(self._nulls[inside[0]]),
+                last,
+            )
+        )
+
     def _evaluate(self, force_done: str | None = None) -> SequentialState:
         bet = self._bettors
         n = len(self._d)
-        log_two0 = float(bet.max_log_two[self._i0])
+        log_e0 = log_two0 = float(bet.max_log_two[self._i0])
         reject0 = n > 0 and log_two0 >= self._threshold
+        if self.one_sided:
+            log_worse, log_better = (
+                (float(bet.max_log_down[self._i0]), float(bet.max_log_up[self._i0]))
+                if self.direction is Direction.HIGHER
+                else (float(bet.max_log_up[self._i0]), float(bet.max_log_down[self._i0]))
+            )
+            reject0 = n > 0 and max(log_worse, log_better) >= self._threshold
+            worse_won = log_worse >= self._threshold
+            log_e0 = log_worse if worse_won or log_better < self._threshold else log_better
         reject_up = n > 0 and float(bet.max_log_down[self._iup]) >= self._threshold
         reject_down = n > 0 and float(bet.max_log_up[self._idown]) >= self._threshold
         e_equiv = (
@@ -258,6 +301,12 @@ class SequentialDecision:
         if reject_up and reject_down:
             verdict = "no change"
             reason = f"change shown to lie within ±{self.margin_pct:g}%"
+        elif reject0 and self.one_sided:
+            verdict = "regression" if worse_won else "improvement"
+            which = "worse" if worse_won else "better"
+            reason = (
+                f"evidence that it got {which} reached 1/alpha = {1 / self.alpha:g} (one-sided)"
+            )
         elif reject0:
             up_side = float(bet.max_log_up[self._i0]) >= float(bet.max_log_down[self._i0])
             worse = (not up_side) if self.direction is Direction.HIGHER else up_side
@@ -279,7 +328,18 @@ class SequentialDecision:
         if n and (self.track_interval or done):
             d = np.asarray(self._d)
             estimate = to_pct(paired_shift(d, self.alpha).estimate) if n >= 1 else None
-        if self.track_interval and n:
+        if self.track_interval and n and self.one_sided:
+            self._cs = self._one_sided_bound(improvement=verdict == "improvement")
+            lo, hi = to_pct(self._cs[0]), to_pct(self._cs[1])
+            open_low = self._cs[0] <= self._nulls[0]
+            if (open_low and self._cs[1] <= self._nulls[0]) or (
+                not open_low and self._cs[0] >= self._nulls[-1]
+            ):
+                warnings.append(
+                    f"the bound reaches the edge of the tested range ({edge_text()}): "
+                    "the change lies beyond it"
+                )
+        elif self.track_interval and n:
             inside = bet.max_log_two < self._threshold
             if inside.any():
                 idx = np.nonzero(inside)[0]
@@ -329,7 +389,7 @@ class SequentialDecision:
             estimate_pct=estimate,
             ci_low_pct=lo,
             ci_high_pct=hi,
-            e_value=math.exp(log_two0) if n else 1.0,
+            e_value=math.exp(log_e0) if n else 1.0,
             e_value_equivalence=e_equiv,
             alpha=self.alpha,
             margin_pct=self.margin_pct,

@@ -205,7 +205,9 @@ class SequentialState:
     estimate_pct: float | None  # Hodges–Lehmann estimate of the change (paired log ratios)
     ci_low_pct: float | None
     ci_high_pct: float | None
-    e_value: float  # evidence against "no difference"; a verdict needs >= 1/alpha
+    # evidence against "no difference" (a one-sided test: that it got worse, or for an
+    # improvement verdict better); a verdict needs >= 1/alpha
+    e_value: float
     e_value_equivalence: float  # evidence against "|change| >= margin" (min of both sides)
     alpha: float
     margin_pct: float
