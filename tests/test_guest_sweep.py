@@ -52,3 +52,46 @@ def test_only_the_dead_owners_directories_go(tmp_path: Path) -> None:
         finally:
             alive.kill()
     assert sweep_stale(tmp_path) == [orphan_qemu]
+
+
+def test_a_sigterm_stops_the_guest_and_removes_its_work_directory(tmp_path: Path) -> None:
+    """`iolab guest run` told to stop with SIGTERM (a timeout's, a job runner's) ends as on
+    Ctrl-C: QEMU killed, the work directory gone at once, one line, exit 5."""
+    import signal
+    import sys
+    import time
+
+    from iolab.guest.run import WORK_PARENT
+    from iolab.procs import process_alive
+
+    script = tmp_path / "wait.sh"
+    script.write_text("sleep 600\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "guest", "run", "--timeout", "10m", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        mine: Path | None = None
+        qemu = 0
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not qemu:
+            for d in Path(WORK_PARENT).glob(f"{WORK_PREFIX}*"):
+                owner = (d / "owner").read_text().split() if (d / "owner").exists() else []
+                pid_file = d / "qemu.pid"
+                if owner[:1] == [str(proc.pid)] and pid_file.exists():
+                    text = pid_file.read_text().strip()
+                    mine, qemu = d, int(text) if text else 0
+            time.sleep(0.2)
+        assert mine is not None and qemu, "the guest did not start"
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 5, err
+    assert err.strip().splitlines()[-1] == "iolab: interrupted"
+    assert not mine.exists()
+    assert not process_alive(qemu)

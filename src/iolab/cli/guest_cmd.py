@@ -10,6 +10,7 @@ import click
 
 from iolab.cli.options import COMMA_LIST, DURATION, store_location
 from iolab.errors import IolabError
+from iolab.guest.vm import ICOUNT_MAX_SHIFT
 from iolab.textsafe import shown
 
 
@@ -39,7 +40,7 @@ _CPUS = click.option(
 _ICOUNT = click.option(
     "--icount",
     "icount_shift",
-    type=click.IntRange(0, 10),
+    type=click.IntRange(0, ICOUNT_MAX_SHIFT),
     default=None,
     metavar="SHIFT",
     help="TCG only, one CPU: the guest's clock counts instructions, 2**SHIFT ns each "
@@ -117,20 +118,24 @@ def run(
     """
     from iolab.guest import image, recipe
     from iolab.guest import run as guest_run
+    from iolab.lab.runner import interrupts_raise
 
     text = click.open_file(script).read()
     release = kernel or recipe.DEFAULT_KERNELS[-1]
     img = image.ensure(recipe.recipe_for((release,)), _log)
-    result = guest_run.run_script(
-        img,
-        release,
-        text,
-        files=_files(files),
-        timeout_s=timeout_s,
-        memory_mib=memory_mib,
-        cpus=cpus,
-        icount_shift=icount_shift,
-    )
+    # a SIGTERM (a timeout's, a CI job's end) stops QEMU and removes the work directory as
+    # Ctrl-C does, rather than leaving them for the next run's sweep; exit 5
+    with interrupts_raise():
+        result = guest_run.run_script(
+            img,
+            release,
+            text,
+            files=_files(files),
+            timeout_s=timeout_s,
+            memory_mib=memory_mib,
+            cpus=cpus,
+            icount_shift=icount_shift,
+        )
     for boot in result.boots:
         _log(f"guest: boot {boot.release} {boot.boot_id}")
         sys.stdout.write(boot.output)
