@@ -76,9 +76,9 @@ _RUN_OPTIONS = {
 @click.option(
     "--one-sided",
     is_flag=True,
-    help="Ask each KPI only whether the variant is worse than the baseline (a reported "
-    "regression's question): no evidence is spent on the other side, so a large change "
-    "decides about a block sooner; the interval is a bound on the worse side.",
+    help="Decide each KPI by two one-sided tests at --alpha, one per direction, instead of "
+    "one two-sided test: the question of a reported regression (is it worse?).  A large "
+    "change decides about a block sooner; the interval is a bound on the verdict's side.",
 )
 @click.option(
     "--max-blocks",
