@@ -90,7 +90,8 @@ class NewAb:
     label: str | None = None
     tags: Mapping[str, str] | None = None
     kernels: KernelCommits | None = None
-    # each KPI asks one-sided whether the variant is worse: a reported regression's question
+    # each KPI decided by two one-sided tests, each at alpha (`ab --one-sided`): a reported
+    # regression's question
     one_sided: bool = False
 
 

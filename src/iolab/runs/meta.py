@@ -106,8 +106,8 @@ class AbSettings:
     # bettors on the sign beside the signed-rank ones (stats.sequential.sign_bets_for the
     # stakes' budget when the run began; a run stored without it began without them)
     sign_bets: bool = False
-    # each KPI's test asks one-sided whether the variant is worse (`ab --one-sided`; a run
-    # stored without it was two-sided)
+    # each KPI decided by two one-sided tests, each at alpha (`ab --one-sided`; a run stored
+    # without it was two-sided)
     one_sided: bool = False
 
     def to_meta(self) -> dict[str, Any]:
