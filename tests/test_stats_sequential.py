@@ -298,3 +298,21 @@ def test_a_one_sided_test_needs_a_direction() -> None:
 
     with pytest.raises(ValueError, match="direction"):
         SequentialDecision("x", direction=Direction.NEUTRAL, one_sided=True)
+
+
+def test_a_one_sided_bound_of_a_lower_is_better_kpi_lies_above_zero() -> None:
+    """For a latency (lower is better) the worse side is up: a one-sided regression's bound
+    is "at least this much higher", unbounded above."""
+    from iolab.model.metrics import Direction
+
+    seq = SequentialDecision("lat", direction=Direction.LOWER, max_blocks=10, one_sided=True)
+    rng = np.random.default_rng(3)
+    state = None
+    for _ in range(10):
+        a = 100.0 * float(np.exp(rng.normal(0, 0.05)))
+        state = seq.update([(a, 1.5 * a * float(np.exp(rng.normal(0, 0.05))))])
+        if state.done:
+            break
+    assert state is not None and state.verdict == "regression" and state.n_blocks <= 6
+    assert state.ci_low_pct is not None and 0 < state.ci_low_pct < 50
+    assert state.ci_high_pct == pytest.approx(300.0)

@@ -265,14 +265,9 @@ class SequentialDecision:
         first, last = float(self._nulls[0]), float(self._nulls[-1])
         if inside.size == 0:  # every null rejected: the shift lies beyond the edge
             return (first, first) if down else (last, last)
-        return (
-            (first, float(self._nulls[inside[-1]]))
-            if down
-            else (
-                float(self._nulls[inside[0]]),
-                last,
-            )
-        )
+        if down:
+            return first, float(self._nulls[inside[-1]])
+        return float(self._nulls[inside[0]]), last
 
     def _evaluate(self, force_done: str | None = None) -> SequentialState:
         bet = self._bettors
