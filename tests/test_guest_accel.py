@@ -57,7 +57,7 @@ def test_the_probe_asks_for_the_cpu_guests_get(tmp_path: Path) -> None:
 
 def test_cpu_model_follows_the_accelerator() -> None:
     assert accel.cpu_model("kvm") == "host"
-    assert accel.cpu_model("tcg") == "max"
+    assert accel.cpu_model("tcg") == "max,-erms,-fsrm"
 
 
 @pytest.mark.parametrize(("which", "words"), [("tcg", ["tsc=reliable"]), ("kvm", [])])

@@ -1,9 +1,10 @@
 """`iolab guest up/list/down`: a guest as a fleet host reaching the controller's Redis and
 PostgreSQL through QEMU's restricted user network, and nothing else.
 
-Until `iolab worker` (the fleet) is in this tree, the guest's service is a probe given with
---service-command: it talks to the forwarded Redis (three successive connections) and
-PostgreSQL, and the test reads what it wrote from this side.
+The guest's service here is a probe given with --service-command, not `iolab worker` (the
+long guest tier runs workers in guests): it talks to the forwarded Redis (three successive
+connections) and PostgreSQL, tries an address outside, and the test reads what it wrote from
+this side.
 """
 
 from __future__ import annotations

@@ -192,27 +192,6 @@ def test_run_hands_the_plan_to_ab(tmp_path: Path) -> None:
     assert f"iolab: {out}: refusing: the plan requires a target" in done.stderr
 
 
-@pytest.mark.lab
-def test_iversion_plan_runs_quick(tmp_path: Path) -> None:
-    """The iversion thread's plan, run with --quick here: real fio on an ext4 loop image,
-    mounted -o iversion and -o noiversion."""
-    out = tmp_path / "iv.yaml"
-    db = str(tmp_path / "s.db")
-    assert iolab("reproduce", str(THREADS / "iversion.txt"), "-o", str(out)).exit_code == 0
-    done = iolab("--db", db, "run", "--quick", str(out))
-    assert done.exit_code == 0, done.output
-    assert "6/6 samples stored" in done.output
-    from iolab.store import open_store
-
-    store = open_store(db)
-    try:
-        samples = store.samples(run_id=1, with_jobs=False, with_histograms=False)
-    finally:
-        store.close()
-    assert {s.variant for s in samples} == {"iversion", "noiversion"}
-    assert all(s.metrics["write.iops"] > 0 for s in samples)
-
-
 def test_docs_show_the_real_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/reproduce.md's listing of the ext4 IOPS thread is the command's own output."""
     monkeypatch.chdir(tmp_path)

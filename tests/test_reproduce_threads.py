@@ -227,18 +227,22 @@ def test_thread_results_are_the_compared_sides(name: str, captions: list[str]) -
 
 @pytest.mark.lab
 @pytest.mark.parametrize(
-    ("name", "caption", "side", "kpi"),
+    ("name", "caption", "side", "kpi", "variants"),
     [
-        ("iversion-default", "iversion support disabled", "1:noiversion", "write.iops"),
-        ("nodelalloc-writeback", "w/o", "run:1", "write.bw_bytes"),
+        ("iversion-default", "iversion support disabled", "1:noiversion", "write.iops",
+         {"iversion", "noiversion"}),
+        ("nodelalloc-writeback", "w/o", "run:1", "write.bw_bytes", {None}),
     ],
-)
+)  # fmt: skip
 def test_round_trip_beside_the_threads_own_numbers(
-    tmp_path: Path, name: str, caption: str, side: str, kpi: str
+    tmp_path: Path, name: str, caption: str, side: str, kpi: str, variants: set[str | None]
 ) -> None:
-    """reproduce → run --quick here (real fio / xfs_io on an ext4 loop image) → the thread's
-    own pasted result imported → compare: the thread's figure beside the lab's."""
+    """reproduce → run --quick here (real fio / xfs_io on an ext4 loop image; the iversion
+    thread's two mounts, -o iversion and -o noiversion) → the thread's own pasted result
+    imported → compare: the thread's figure beside the lab's."""
     import json
+
+    from iolab.store import open_store
 
     thread = str(ARCHIVED / f"{name}.txt")
     plan = str(tmp_path / "plan.yaml")
@@ -246,6 +250,11 @@ def test_round_trip_beside_the_threads_own_numbers(
     ran = iolab(tmp_path, "run", "--quick", "-q", plan)
     assert ran.exit_code == 0, ran.output
     assert "0 failed" in ran.output
+    with open_store(str(tmp_path / "store.db")) as store:
+        samples = store.samples(run_id=1, with_jobs=False, with_histograms=False)
+    assert len(samples) == 3 * len(variants)  # the quick profile's 3 blocks
+    assert {s.variant for s in samples} == variants
+    assert all(s.metrics[kpi] > 0 for s in samples)
     imported = iolab(tmp_path, "import", thread, "--label", "thread")
     assert imported.exit_code == 0, imported.output
     assert "imported 2 results" in imported.output  # the quoted copies are one result each

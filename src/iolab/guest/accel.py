@@ -100,9 +100,16 @@ def accelerator(cache_dir: Path = CACHE_DIR) -> str:
     return found
 
 
+# QEMU's fullest emulated CPU, less the "fast string" features: with ERMS (or FSRM) a kernel
+# copies and zeroes memory with `rep movsb`/`rep stosb`, which TCG emulates one byte per step;
+# without them it takes `rep movsq`/`rep stosq`, eight bytes a step (docs/guests.md: in-kernel
+# copies about 7 times faster)
+TCG_CPU = "max,-erms,-fsrm"
+
+
 def cpu_model(accel: str) -> str:
-    """The guest CPU: the host's own under KVM, QEMU's fullest emulated one under TCG."""
-    return "host" if accel == "kvm" else "max"
+    """The guest CPU: the host's own under KVM; under TCG, `TCG_CPU`."""
+    return "host" if accel == "kvm" else TCG_CPU
 
 
 def kernel_args(accel: str) -> str:
