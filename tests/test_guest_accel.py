@@ -50,6 +50,42 @@ def test_a_boots_answer_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert accel.accelerator(tmp_path) == "tcg"
 
 
+@pytest.mark.parametrize(
+    ("modules", "hardware"),
+    [
+        (["kvm", "kvm_pvm"], False),  # kvm-pvm: no VT-x/AMD-V, only its own guest kernels
+        (["kvm"], False),
+        ([], False),
+        (["kvm", "kvm_intel"], True),
+        (["kvm", "kvm_amd"], True),
+    ],
+)
+def test_kvm_is_tried_only_with_the_cpus_virtualization(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, modules: list[str], hardware: bool
+) -> None:
+    for name in modules:
+        (tmp_path / name).mkdir()
+    assert accel.hardware_kvm(tmp_path) is hardware
+    monkeypatch.setattr(accel, "SYS_MODULE", tmp_path)
+    if not hardware:
+
+        def no_qemu(*_: object, **__: object) -> None:
+            raise AssertionError("probed a KVM that cannot run the guests' kernels")
+
+        monkeypatch.setattr(subprocess, "run", no_qemu)
+        assert accel.kvm_runs() is False
+
+
+@pytest.mark.skipif(
+    not Path("/sys/module/kvm_pvm").is_dir() or accel.hardware_kvm(),
+    reason="this machine's KVM is not kvm-pvm alone",
+)
+def test_this_machines_kvm_pvm_is_not_taken_for_kvm() -> None:
+    # here the probe's sector runs under kvm-pvm (it exits with the probe's status), while
+    # the guest image's kernel stops on an instruction its emulator lacks
+    assert accel.kvm_runs() is False
+
+
 def test_the_probe_asks_for_the_cpu_guests_get(tmp_path: Path) -> None:
     argv = accel.probe_argv(tmp_path / "probe.img")
     assert argv[argv.index("-cpu") + 1] == accel.cpu_model("kvm")

@@ -5,7 +5,13 @@ the virtual CPU never runs (QEMU waits forever, the kernel prints nothing).  So 
 of a boot runs a probe: a 512-byte boot sector that writes to QEMU's isa-debug-exit port, which
 ends QEMU with status 3 at once.  KVM is used only when that probe exits so within its time
 limit; the answer is kept for the rest of the host's boot (the kernel's boot id names it).
-`$IOLAB_GUEST_ACCEL` (`kvm` or `tcg`) overrides the probe.
+
+Nor is a KVM without the CPU's virtualization extensions: kvm-pvm (a hypervisor for secure
+containers that needs no VT-x or AMD-V) runs only kernels built as its guests.  There the
+probe's sector runs, and a Debian kernel boots for a minute and then stops on an instruction
+its emulator lacks ("KVM internal error", `lock cmpxchg16b`), with QEMU left paused.  So KVM
+is tried only when the vendor module (`kvm_intel` or `kvm_amd`) is loaded or built in.
+`$IOLAB_GUEST_ACCEL` (`kvm` or `tcg`) overrides both checks.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from pathlib import Path
 
 ENV = "IOLAB_GUEST_ACCEL"
 CACHE_DIR = Path("/run/iolab")
+SYS_MODULE = Path("/sys/module")
+# the modules of hardware-assisted KVM; others (kvm_pvm) cannot run the guest image's kernels
+VENDOR_MODULES = ("kvm_intel", "kvm_amd")
 PROBE_SECONDS = 10.0
 _EXIT_PORT = 0xF4
-_CACHE_FORM = "v2"  # v1 probed without -cpu host: its answers are not read
+_CACHE_FORM = "v3"  # v1 probed without -cpu host, v2 took kvm-pvm: their answers are not read
 _PROBE_STATUS = 3  # isa-debug-exit: (value << 1) | 1 for the value 1 the probe writes
 
 
@@ -49,10 +58,20 @@ def probe_argv(image: Path) -> list[str]:
     ]
 
 
+def hardware_kvm(sys_module: Path | None = None) -> bool:
+    """True when KVM here is the CPU's own virtualization (VT-x or AMD-V): its vendor module
+    is in /sys/module (loaded, or built into the kernel)."""
+    root = SYS_MODULE if sys_module is None else sys_module
+    return any((root / name).is_dir() for name in VENDOR_MODULES)
+
+
 def kvm_runs(timeout: float = PROBE_SECONDS) -> bool:
     """True when a KVM guest, with the CPU model guests get, executes its first instructions
-    within `timeout` seconds.  (On one nested host the default CPU model ran the sector now and
-    then while `-cpu host` aborted in QEMU every time: the probe must ask for what guests use.)"""
+    within `timeout` seconds, on hardware-assisted KVM.  (On one nested host the default CPU
+    model ran the sector now and then while `-cpu host` aborted in QEMU every time: the probe
+    must ask for what guests use.)"""
+    if not hardware_kvm():
+        return False
     try:
         fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
     except OSError:
