@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from iolab.guest import accel, vm
+from iolab.guest import accel, run, vm
 
 
 @pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="no QEMU")
@@ -185,3 +186,35 @@ def test_this_machines_qemu_runs_a_guest_on_the_instruction_clock(
     argv = [swap.get(a, a) for a in accel.probe_argv(image)] + icount
     done = subprocess.run(argv, timeout=60, check=False, capture_output=True)
     assert done.returncode == accel._PROBE_STATUS, done.stderr
+
+
+QEMU_HALT = """\
+KVM internal error. Suberror: 1
+extra data[0]: 0x0000000000000001
+emulation failure
+RAX=ffff8c92c1041040 RBX=0000000000000000 RCX=0000000080400040 RDX=0000000000400001
+"""
+
+
+def test_a_guest_qemu_paused_on_a_kvm_error_is_seen(tmp_path: Path) -> None:
+    log = tmp_path / "qemu.log"
+    assert vm.halted(log) is None  # no log yet
+    log.write_text("qemu-system-x86_64: warning: host doesn't support requested feature\n")
+    assert vm.halted(log) is None
+    log.write_text(QEMU_HALT)  # what QEMU wrote on the kvm-pvm machine, then waited
+    assert vm.halted(log) == "KVM internal error. Suberror: 1"
+
+
+def test_a_run_whose_qemu_paused_ends_at_once(tmp_path: Path) -> None:
+    # a process that would outlive the test's patience stands in for the paused QEMU: the
+    # wait ends on the log's line, not on the run's timeout
+    (tmp_path / "console").write_text("[    0.000000] Linux version 6.1.0-47-cloud-amd64\n")
+    (tmp_path / "qemu.log").write_text(QEMU_HALT)
+    paused = subprocess.Popen(["sleep", "600"])
+    try:
+        with pytest.raises(run.GuestError, match=r"stopped by QEMU: KVM internal error.*Linux"):
+            run._wait(paused, tmp_path, "6.1.0-47-cloud-amd64", time.monotonic(), 600.0)
+        assert paused.poll() is None  # ended by the log, not by the process
+    finally:
+        paused.kill()
+        paused.wait()

@@ -269,6 +269,11 @@ def _wait_booted(name: str, pid: int, wait_s: float) -> GuestHost:
             tail = _console_tail(host.path)
             down(name)
             raise LabError(f"guest {name}: QEMU ended before the guest booted{tail}")
+        stopped = vm.halted(host.path / "qemu.log")
+        if stopped is not None:
+            tail = _console_tail(host.path)
+            down(name)
+            raise LabError(f"guest {name}: stopped by QEMU before it booted: {stopped}{tail}")
         if time.monotonic() > deadline:
             tail = _console_tail(host.path)
             down(name)

@@ -166,12 +166,7 @@ def run_script(
             icount_shift=icount_shift,
         )
         proc = vm.start(spec, work / "qemu.log")
-        try:
-            proc.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            raise GuestError(
-                f"guest ({kernel}) did not finish within {timeout_s:.0f} s" + _tail(work)
-            ) from None
+        _wait(proc, work, kernel, started, timeout_s)
         text = (work / "out").read_text(errors="replace") if (work / "out").exists() else ""
         boots, status = parse_output(text, nonce)
         if status is None:
@@ -188,6 +183,27 @@ def run_script(
                 (work / name).unlink(missing_ok=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], work: Path, kernel: str, started: float, timeout_s: float
+) -> None:
+    """Until QEMU ends; GuestError on the timeout, or at once when QEMU paused the guest on
+    a KVM internal error (it would sit there until the timeout)."""
+    while True:
+        left = timeout_s - (time.monotonic() - started)
+        if left <= 0:
+            raise GuestError(
+                f"guest ({kernel}) did not finish within {timeout_s:.0f} s" + _tail(work)
+            )
+        try:
+            proc.wait(timeout=min(2.0, left))
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        stopped = vm.halted(work / "qemu.log")
+        if stopped is not None:
+            raise GuestError(f"guest ({kernel}) stopped by QEMU: {stopped}" + _tail(work))
 
 
 _LINE = re.compile(r"^IOLAB-(BOOT|EXIT|STAY)-([0-9a-f]+)(?: (.*))?$")

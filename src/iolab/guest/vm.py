@@ -193,6 +193,24 @@ def start(spec: VmSpec, log: Path, *, detached: bool = False) -> subprocess.Pope
         )
 
 
+# what QEMU writes when KVM could not run an instruction: it then pauses the guest and waits,
+# alive and silent, for a monitor command that never comes (docs/guests.md, kvm-pvm)
+_HALTED = ("KVM internal error", "emulation failure")
+
+
+def halted(log: Path) -> str | None:
+    """QEMU's own line when it paused the guest on a KVM internal error, else None: a guest
+    that can never go on is reported at once rather than on its timeout."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if any(mark in line for mark in _HALTED):
+            return line.strip()[:160]
+    return None
+
+
 def kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL QEMU's whole session (socat helpers included) and reap it."""
     if proc.poll() is None:
