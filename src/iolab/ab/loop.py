@@ -28,6 +28,21 @@ class SilentBlockReporter(SilentReporter):
         pass
 
 
+def evidence_floor(alpha: float, max_blocks: int) -> int:
+    """The fewest blocks after which a metric beside the KPIs can be found to have moved at
+    all: the joint sign-flip correction of the paired blocks (iolab.stats.maxt) cannot give
+    a p below 2 / 2^n, so at alpha 0.05 that is 6 blocks (5 give 0.0625 at best).  A KPI's
+    sequential verdict can come sooner; the A/B then measures up to this floor, within its
+    budget, so that its report (and a registry answer) can say what moved with it."""
+    from iolab.stats.verdict import min_reachable_n
+
+    return min(max_blocks, min_reachable_n(alpha, paired=True))
+
+
+def _done(state: SequentialState | None) -> bool:
+    return state is not None and state.done
+
+
 def run_blocks(
     source: BlockSource,
     items: list[Contrast],
@@ -36,10 +51,13 @@ def run_blocks(
     first_block: int,
     max_blocks: int,
     max_time_s: float | None,
+    min_blocks: int = 1,
 ) -> str:
     """Run blocks through `source` (here, or up to its width at once on a fleet) until every
-    decision is done, the budget of `max_blocks` blocks is spent or the next block would
-    overrun `max_time_s`; why it stopped.
+    decision is done and at least `min_blocks` blocks are in, the budget of `max_blocks`
+    blocks is spent or the next block would overrun `max_time_s`; why it stopped.
+    (`min_blocks`: the KPIs may be decided before the other metrics can be judged at all,
+    `evidence_floor`.)
 
     Blocks may end out of order on a fleet; the decisions are fed in block order all the
     same, so a verdict is the one the sequential test reaches on blocks first..k.  Blocks
@@ -74,12 +92,13 @@ def run_blocks(
                 reason = next((s.reason for s in samples if s.reason), "no result")
                 raise LabError(f"every sample of blocks {first_block}-{expected} failed: {reason}")
             for contrast in items:
+                before = {name: _done(d.state) for name, d in contrast.decisions.items()}
                 feed(contrast, samples)
-                for decision in contrast.decisions.values():
+                for name, decision in contrast.decisions.items():
                     state = decision.state
-                    if state is not None and state.n_blocks > 0:
+                    if state is not None and state.n_blocks > 0 and not before[name]:
                         reporter.decision(expected, contrast, state)
-            if all_done(items):
+            if all_done(items) and expected >= min_blocks:
                 source.stop(sorted(ended))
                 if all_decided(items):
                     return "every KPI has a verdict"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from iolab.ab.contrasts import Contrast, all_decided, contrasts, replay
-from iolab.ab.loop import BlockReporter, run_blocks
+from iolab.ab.loop import BlockReporter, evidence_floor, run_blocks
 from iolab.analysis.build import Options, by_report, sequential_key, with_sequential
 from iolab.analysis.select import Selector
 from iolab.builds import kernel_commits
@@ -215,7 +215,9 @@ def run(
     why = "every KPI has a verdict"
     try:
         with lifecycle.running(run_) as ending:
-            if not all_decided(setup.items):  # a resumed run may have its verdicts already
+            floor = evidence_floor(setup.settings.alpha, setup.settings.max_blocks)
+            # a resumed run may have its verdicts, and its floor's blocks, already
+            if not all_decided(setup.items) or setup.first_block <= floor:
                 session = LabSession(
                     run_.plan, store, run_.run_id, run_.seed, destroy_data, reporter
                 )
@@ -233,6 +235,7 @@ def run(
                         first_block=setup.first_block,
                         max_blocks=setup.settings.max_blocks,
                         max_time_s=setup.settings.max_time_s,
+                        min_blocks=floor,
                     )
             ending.status = "finished"
     except lifecycle.HandedOver as exc:
