@@ -195,6 +195,25 @@ def test_a_host_config_with_hooks() -> None:
         )
         assert config.hooks["check"] == ("uname", "-r")
         assert load(fh.name, name="other", host_class="c2").name == "other"
+        assert config.kexec == "systemd"  # the default: systemd stops every service
+
+
+def test_a_host_config_says_how_a_kexec_ends_the_system(tmp_path: Path) -> None:
+    from iolab.errors import IolabError
+    from iolab.fleet.config import load
+    from iolab.guest.hosts import _host_toml
+
+    config = tmp_path / "host.toml"
+    config.write_text('name = "h1"\nkexec = "direct"\n')
+    assert load(str(config)).kexec == "direct"
+    config.write_text('name = "h1"\nkexec = "reboot"\n')
+    with pytest.raises(IolabError, match='kexec is "systemd" or "direct"'):
+        load(str(config))
+    # a guest host (a throw-away overlay for its root) jumps directly unless asked otherwise
+    config.write_text(_host_toml("g1", "default"))
+    assert load(str(config)).kexec == "direct"
+    config.write_text(_host_toml("g1", "default", kexec="systemd"))
+    assert load(str(config)).kexec == "systemd"
 
 
 def test_only_the_controllers_config_names_a_command(tmp_path: Path) -> None:

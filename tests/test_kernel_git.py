@@ -235,6 +235,23 @@ def test_the_kexec_loads_an_initrd_only_when_the_release_has_one(
     assert load[3] == f"--initrd={tmp_path}/initrd.img-{REL}"
 
 
+def test_a_direct_kexec_writes_everything_out_and_jumps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host with `kexec = "direct"` loads the same way, then `sync` and `kexec -e`: no
+    systemd stop of every service (the bench's guest: 1.7 s instead of about 4 s).  A boot
+    hook still replaces both."""
+    monkeypatch.setattr(hooks, "BOOT_DIR", tmp_path)
+    target = hooks.Target(REL, "root=/dev/vda rw")
+    assert hooks.default_boot(target, "direct") == [
+        hooks.default_boot(target)[0],
+        ["sync"],
+        ["kexec", "-e"],
+    ]
+    assert hooks.boot_commands({}, target, "direct")[1:] == [["sync"], ["kexec", "-e"]]
+    assert hooks.boot_commands({"boot": ("/b", "{kernel}")}, target, "direct") == [["/b", REL]]
+
+
 def test_a_built_kernel_is_fetched_and_installed_only_while_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,6 +37,34 @@ def test_systemds_marks_are_read_from_one_show_per_unit() -> None:
     assert timing.parse_show("ActiveEnterTimestampMonotonic=\n", {"m": "Active"}) == {}
 
 
+def test_systemds_marks_are_read_ahead_once_multi_user_is_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker reads systemd's marks in a thread when it is ready: the thread asks until
+    multi-user is reached, then the sample's stamps find them without a `systemctl`."""
+    calls: list[str | None] = []
+    reached = {"n": 0}
+
+    def show(unit: str | None, **props: str) -> dict[str, float]:
+        calls.append(unit)
+        if unit is None:
+            return {"userspace_s": 2.0}
+        reached["n"] += 1
+        return {"multi_user_s": 9.5} if reached["n"] >= 3 else {}
+
+    monkeypatch.setattr(timing, "_systemd", show)
+    monkeypatch.setattr(timing, "_SYSTEMD_MARKS", {})
+    monkeypatch.setattr(timing, "SYSTEMD_DIR", tmp_path / "none")
+    timing.prefetch_systemd_marks(every_s=0.01).join(5)
+    assert calls == []  # no systemd here: nothing asked
+    monkeypatch.setattr(timing, "SYSTEMD_DIR", tmp_path)
+    timing.prefetch_systemd_marks(every_s=0.01).join(5)
+    assert calls.count("multi-user.target") == 3
+    asked = len(calls)
+    assert timing.systemd_marks() == {"userspace_s": 2.0, "multi_user_s": 9.5}
+    assert len(calls) == asked  # read once multi-user is known: never again
+
+
 def test_a_mark_is_taken_once_per_process() -> None:
     code = (
         "import time; from iolab.kernels import timing\n"

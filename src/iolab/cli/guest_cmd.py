@@ -186,6 +186,13 @@ def run(
     metavar="FILE",
     help="A TOML file whose [hooks] go into the guest's host config (docs/kernels.md).",
 )
+@click.option(
+    "--kexec",
+    type=click.Choice(["direct", "systemd"]),
+    default="direct",
+    show_default=True,
+    help="How a kernel switch ends the guest: sync and kexec -e, or systemctl kexec.",
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -201,6 +208,7 @@ def up(
     icount_shift: int | None,
     wait_s: float,
     hooks_file: str | None,
+    kexec: str,
 ) -> None:
     """Start guest NAME as a fleet host on this machine (the image built if missing).
 
@@ -233,6 +241,7 @@ def up(
         icount_shift=icount_shift,
         wait_s=wait_s,
         hooks=_hooks(hooks_file),
+        kexec=kexec,
     )
     click.echo(f"{host.name}: up on {host.booted or chosen[0]} (pid {host.pid})")
 

@@ -14,6 +14,8 @@ TOML (stdlib `tomllib`), e.g.::
     allow_commands = false           # plans with `command:` workloads are refused
     heartbeat_s = 20                 # lease and host heartbeat interval
     visibility_timeout_s = 43200     # Redis visibility timeout; above the longest block
+    kexec = "systemd"                # how a kernel switch ends this system: "systemd"
+                                     # (systemctl kexec) or "direct" (sync, kexec -e)
 
     [hooks]                          # argument lists this host runs (iolab.kernels.hooks)
     boot = ["/usr/local/sbin/boot-kernel", "{kernel}"]
@@ -37,6 +39,7 @@ from typing import Any
 
 from iolab.envsettings import env_seconds
 from iolab.errors import IolabError
+from iolab.kernels.hooks import KEXEC_MODES
 from iolab.kernels.hooks import parse as parse_hooks
 
 DEFAULT_HEARTBEAT_S = 20.0
@@ -51,6 +54,7 @@ _KEYS = (
     "allow_commands",
     "heartbeat_s",
     "visibility_timeout_s",
+    "kexec",
     "hooks",
 )
 
@@ -67,6 +71,7 @@ class HostConfig:
     hooks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     device_names: dict[str, str] = field(default_factory=dict)  # {dev:NAME} -> its path
     provides: tuple[str, ...] = ()
+    kexec: str = "systemd"  # iolab.kernels.hooks.default_boot: "systemd" or "direct"
 
 
 def heartbeat_s(configured: float = DEFAULT_HEARTBEAT_S) -> float:
@@ -127,6 +132,9 @@ def load(path: str | None, *, name: str | None = None, host_class: str | None = 
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
             raise IolabError(f"{where}: {key} is a positive number of seconds")
         numbers[key] = float(value)
+    kexec = raw.get("kexec", "systemd")
+    if kexec not in KEXEC_MODES:
+        raise IolabError(f'{where}: kexec is "systemd" or "direct"')
     chosen_name = name or raw.get("name") or socket.gethostname()
     chosen_class = host_class or raw.get("class") or "default"
     return HostConfig(
@@ -140,4 +148,5 @@ def load(path: str | None, *, name: str | None = None, host_class: str | None = 
         hooks=hooks,
         device_names={k: os.path.realpath(v) for k, v in named.items()},
         provides=tuple(sorted({p.strip() for p in provides})),
+        kexec=kexec,
     )

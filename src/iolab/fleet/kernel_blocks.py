@@ -158,6 +158,7 @@ def _boot(
         host_hooks=config.hooks,
         token=token(job, position),
         fetch=fetch,
+        kexec=config.kexec,
     )
     if not leases.begin_boot(store, attempt_id, release, req.from_boot_id):
         switch.clear()

@@ -84,6 +84,7 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
 
     def ready(**_: object) -> None:
         timing.mark("worker_ready")
+        timing.prefetch_systemd_marks()
         stop_at_once_when_idle(config, store, beat)
 
     worker_ready.connect(ready, weak=False)

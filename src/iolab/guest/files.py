@@ -19,36 +19,43 @@ MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonc
 
 # Neither script waits for udev: under emulation its coldplug (a modprobe per device) ends
 # seconds after the disks and the port exist, and the worker's Python start (~20 s) would
-# begin only then.  The disks are found by probing them (`blkid -p`), the port by sysfs.
+# begin only then.  The disks are found by probing them (`blkid`), the port by sysfs.
 _MOUNT = """\
 #!/bin/sh
 # Mounts the command disk (label IOLABCMD) at /run/iolab-cmd and the iolab source (IOLABSRC)
-# at /opt/iolab/src, read-only, each found by probing the virtio disks.
+# at /opt/iolab/src, read-only.  Under emulation every process is a fraction of a second of
+# the boot, so one `blkid` (no cache file: a fresh probe; a blank disk is passed over) reads
+# every virtio disk's label, and what is mounted is read from /proc, not asked of a program.
 set -u
-find_label() {
-  for dev in /dev/disk/by-label/"$1" /dev/vd[a-z]; do
-    [ -b "$dev" ] || continue
-    if [ "$(blkid -p -s LABEL -o value "$dev" 2>/dev/null)" = "$1" ]; then
-      echo "$dev"
-      return 0
-    fi
-  done
+mounted() {
+  while read -r _dev at _rest; do [ "$at" = "$1" ] && return 0; done </proc/self/mounts
   return 1
 }
-mount_label() {
-  mkdir -p "$2"
-  mountpoint -q "$2" && return 0
-  for i in $(seq 300); do
-    if dev=$(find_label "$1"); then
-      mount -o ro "$dev" "$2" || mountpoint -q "$2"
-      return
-    fi
-    sleep 0.2
-  done
-  return 1
+cmd=""
+src=""
+tries=0
+while [ "$tries" -lt 300 ]; do
+  dev=""
+  while IFS="=" read -r key value; do
+    case "$key" in
+      DEVNAME) dev="$value" ;;
+      LABEL) case "$value" in IOLABCMD) cmd="$dev" ;; IOLABSRC) src="$dev" ;; esac ;;
+    esac
+  done <<EOF
+$(blkid -c /dev/null -s LABEL -o export /dev/vd[a-z] 2>/dev/null)
+EOF
+  [ -n "$cmd" ] && [ -n "$src" ] && break
+  tries=$((tries + 1))
+  sleep 0.2
+done
+mount_at() {
+  [ -d "$2" ] || mkdir -p "$2"
+  mounted "$2" || mount -o ro "$1" "$2" || mounted "$2"
 }
-mount_label IOLABCMD /run/iolab-cmd || exit 1
-mount_label IOLABSRC /opt/iolab/src || echo "iolab: no iolab source disk (IOLABSRC)" >&2
+[ -n "$cmd" ] && mount_at "$cmd" /run/iolab-cmd || exit 1
+if [ -z "$src" ] || ! mount_at "$src" /opt/iolab/src; then
+  echo "iolab: no iolab source disk (IOLABSRC)" >&2
+fi
 exit 0
 """
 
@@ -57,14 +64,18 @@ exit 0
 _PORT = """\
 #!/bin/sh
 modprobe -q virtio_console 2>/dev/null
-for i in $(seq 300); do
+tries=0
+while [ "$tries" -lt 300 ]; do
   for name in /sys/class/virtio-ports/*/name; do
-    if [ -r "$name" ] && [ "$(cat "$name")" = iolab.out ]; then
-      dev=/dev/$(basename "$(dirname "$name")")
+    [ -r "$name" ] && read -r port <"$name" || continue
+    if [ "$port" = iolab.out ]; then
+      dir=${name%/name}
+      dev=/dev/${dir##*/}
       [ -c "$dev" ] && echo "$dev" && exit 0
     fi
   done
   [ -e /dev/virtio-ports/iolab.out ] && echo /dev/virtio-ports/iolab.out && exit 0
+  tries=$((tries + 1))
   sleep 0.2
 done
 exit 1
@@ -90,15 +101,17 @@ StandardOutput=journal+console
 WantedBy=multi-user.target
 """
 
-# Started as soon as the root and the command disk are there, beside the rest of systemd's
-# start-up rather than after it: the worker's Python start and imports take seconds under
-# emulation, and it needs the network only once they are done (the store is waited for).
+# Started as soon as systemd starts units, beside the rest of its start-up rather than after
+# it: the worker's Python start and imports take seconds under emulation, and it needs the
+# network only once they are done (the store is waited for).  Not even after local-fs.target
+# (3 s into a TCG boot): the kernel mounted the root read-write (`rw` on the command line
+# every boot and kexec keeps), and the unit mounts its own two disks.
 _SERVICE_UNIT = """\
 [Unit]
 Description=iolab: the guest's service (a fleet worker), from the command disk
 ConditionKernelCommandLine=iolab.mode=service
 DefaultDependencies=no
-After=local-fs.target systemd-journald.socket
+After=systemd-journald.socket
 Wants=systemd-networkd.service systemd-udevd.service
 Conflicts=shutdown.target
 Before=shutdown.target

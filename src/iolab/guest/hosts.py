@@ -99,11 +99,15 @@ def _env_line(key: str, value: str) -> str:
     return f'{key}="{escaped}"\n'
 
 
-def _host_toml(name: str, host_class: str, hooks: dict[str, list[str]] | None = None) -> str:
-    """The guest's host config: no boot hook (the built-in kexec).  Its power cycle is the
-    controller's (`iolab guest power-cycle NAME`, iolab.fleet.power), not the guest's."""
+def _host_toml(
+    name: str, host_class: str, hooks: dict[str, list[str]] | None = None, kexec: str = "direct"
+) -> str:
+    """The guest's host config: no boot hook (the built-in kexec; `direct` unless asked: the
+    guest's root is a throw-away overlay).  Its power cycle is the controller's (`iolab guest
+    power-cycle NAME`, iolab.fleet.power), not the guest's."""
     table = dict(hooks or {})
     lines = [f'name = "{name}"', f'class = "{host_class}"', "allow_commands = false"]
+    lines.append(f'kexec = "{kexec}"')
     hb = os.environ.get("IOLAB_FLEET_HEARTBEAT_S")
     if hb:
         lines.append(f"heartbeat_s = {float(hb)!r}")
@@ -147,6 +151,7 @@ def up(
     icount_shift: int | None = None,
     wait_s: float = 300.0,
     hooks: dict[str, list[str]] | None = None,
+    kexec: str = "direct",
 ) -> GuestHost:
     """Start guest `name` on `kernel` as a fleet host; returns once it reported its boot
     (within `wait_s`; 0: at once).  The service is `iolab worker` unless `command` is given."""
@@ -177,7 +182,7 @@ def up(
         payload = {
             "nonce": nonce.encode(),
             "env": env.encode(),
-            "host.toml": _host_toml(name, host_class, hooks).encode(),
+            "host.toml": _host_toml(name, host_class, hooks, kexec).encode(),
             "service": service_script(nonce, command or default_command(name, host_class)).encode(),
             **(files or {}),
         }

@@ -17,7 +17,8 @@ release), {package} (linux-image-{kernel}), and for a kernel built by a git-rang
 {artifact} (the first built file, fetched from the store: iolab.kernels.artifacts) and
 {artifacts} (every built file, one argument each; only as a whole word), e.g.
 `install = ["dpkg", "-i", "{artifact}"]`.  Each is one argument: nothing is ever parsed by
-a shell.  Without a `boot` hook the host kexecs (`kexec -l`, then `systemctl kexec`).
+a shell.  Without a `boot` hook the host kexecs (`kexec -l`, then `systemctl kexec`, or with
+the host's `kexec = "direct"` `sync` and `kexec -e`).
 """
 
 from __future__ import annotations
@@ -84,21 +85,32 @@ def expand(argv: Sequence[str], target: Target) -> list[str]:
     return out
 
 
-def default_boot(target: Target) -> list[list[str]]:
-    """kexec: load the release with its initrd and the new command line, then let systemd
-    stop every service cleanly and jump into it (no firmware, no bootloader).  A release
-    installed without an initrd (a kernel that mounts its root by itself, as iolab's guest
-    kernels do) is loaded without one."""
+KEXEC_MODES = ("systemd", "direct")
+
+
+def default_boot(target: Target, kexec: str = "systemd") -> list[list[str]]:
+    """kexec: load the release with its initrd and the new command line, then jump into it
+    (no firmware, no bootloader).  A release installed without an initrd (a kernel that
+    mounts its root by itself, as iolab's guest kernels do) is loaded without one.
+
+    `kexec` says how the running system ends: `systemd` lets systemd stop every service and
+    unmount every filesystem first (`systemctl kexec`); `direct` writes every dirty page and
+    journal out (`sync`) and jumps (`kexec -e`), as after a power cut with nothing lost: no
+    service is stopped, and each filesystem replays its journal at its next mount.  On a
+    dedicated test box whose lab is undone from its journal at every start, that is the same
+    machine state for a fraction of the time (a TCG guest: 1.7 s instead of 3.9-4.4 s)."""
     initrd = [f"--initrd={target.initrd}"] if Path(target.initrd).exists() else []
-    return [
-        ["kexec", "-l", target.vmlinuz, *initrd, f"--command-line={target.cmdline}"],
-        ["systemctl", "kexec"],
-    ]
+    load = ["kexec", "-l", target.vmlinuz, *initrd, f"--command-line={target.cmdline}"]
+    if kexec == "direct":
+        return [load, ["sync"], ["kexec", "-e"]]
+    return [load, ["systemctl", "kexec"]]
 
 
-def boot_commands(hooks: Mapping[str, Sequence[str]], target: Target) -> list[list[str]]:
+def boot_commands(
+    hooks: Mapping[str, Sequence[str]], target: Target, kexec: str = "systemd"
+) -> list[list[str]]:
     argv = hooks.get("boot")
-    return [expand(argv, target)] if argv else default_boot(target)
+    return [expand(argv, target)] if argv else default_boot(target, kexec)
 
 
 def parse(table: object, where: str, names: Sequence[str] = NAMES) -> dict[str, tuple[str, ...]]:

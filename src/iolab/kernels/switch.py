@@ -124,12 +124,14 @@ def prepare(
     host_hooks: Mapping[str, Sequence[str]] | None = None,
     token: str = "",
     fetch: Callable[[str], Sequence[Path]] | None = None,
+    kexec: str = "systemd",
 ) -> tuple[Request, list[list[str]]]:
     """Everything of a switch that can fail while the task still runs: install the kernel
     if it is missing (the `install` hook; for a built kernel its files are first fetched by
     `fetch(release)`, and installed only while the release is missing), record the request
     (synced), and — for the built-in kexec — load the kernel (`kexec -l`).  Returns the
-    request and what `fire` must still run (the boot hook, or `systemctl kexec`)."""
+    request and what `fire` must still run (the boot hook, or the jump: `systemctl kexec`,
+    or with `kexec="direct"` `sync` and `kexec -e`)."""
     table = host_hooks or {}
     began = time.monotonic()
     now = boot.current()
@@ -161,7 +163,7 @@ def prepare(
         token=token,
         install_s=round(time.monotonic() - began, 3),
     )
-    commands = hooks.boot_commands(table, target)
+    commands = hooks.boot_commands(table, target, kexec)
     if "boot" not in table:
         load, *commands = commands
         _run(load, "boot (kexec -l)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -60,23 +61,46 @@ def parse_show(text: str, props: dict[str, str]) -> dict[str, float]:
     return found
 
 
+_SYSTEMD_LOCK = threading.Lock()
+SYSTEMD_DIR = Path("/run/systemd/system")  # there when systemd runs the machine
+
+
 def systemd_marks() -> dict[str, float]:
     """systemd's marks of this boot: `initrd_s`, `userspace_s`, `multi_user_s`.  Read once
     per process when multi-user had been reached (they cannot change after it): every
     `systemctl` is a process start, a fraction of a second under emulation, and it sits on
-    the way to the sample the switch was for."""
-    if "multi_user_s" not in _SYSTEMD_MARKS:
-        _SYSTEMD_MARKS.update(
-            _systemd(
-                None,
-                initrd_s="InitRDTimestampMonotonic",
-                userspace_s="UserspaceTimestampMonotonic",
+    the way to the sample the switch was for (`prefetch_systemd_marks` reads them sooner)."""
+    with _SYSTEMD_LOCK:
+        if "multi_user_s" not in _SYSTEMD_MARKS:
+            _SYSTEMD_MARKS.update(
+                _systemd(
+                    None,
+                    initrd_s="InitRDTimestampMonotonic",
+                    userspace_s="UserspaceTimestampMonotonic",
+                )
             )
-        )
-        _SYSTEMD_MARKS.update(
-            _systemd("multi-user.target", multi_user_s="ActiveEnterTimestampMonotonic")
-        )
-    return dict(_SYSTEMD_MARKS)
+            _SYSTEMD_MARKS.update(
+                _systemd("multi-user.target", multi_user_s="ActiveEnterTimestampMonotonic")
+            )
+        return dict(_SYSTEMD_MARKS)
+
+
+def prefetch_systemd_marks(wait_s: float = 120.0, every_s: float = 0.5) -> threading.Thread:
+    """Read systemd's marks in a thread of their own, once multi-user is reached (within
+    `wait_s`), so the first sample after a switch finds them read: the worker calls it
+    when it is ready to take blocks, and the two `systemctl` starts then run beside the
+    block's first steps instead of before its sample."""
+
+    def read() -> None:
+        if not SYSTEMD_DIR.is_dir():
+            return  # systemd does not run this machine: there is nothing to read
+        deadline = time.monotonic() + wait_s
+        while "multi_user_s" not in systemd_marks() and time.monotonic() < deadline:
+            time.sleep(every_s)
+
+    thread = threading.Thread(target=read, name="iolab-systemd-marks", daemon=True)
+    thread.start()
+    return thread
 
 
 def process_start() -> float | None:
