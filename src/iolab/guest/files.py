@@ -63,7 +63,7 @@ exit 0
 # driver loaded now rather than by udev's coldplug, the port found in sysfs.
 _PORT = """\
 #!/bin/sh
-modprobe -q virtio_console 2>/dev/null
+[ -d /sys/class/virtio-ports ] || modprobe -q virtio_console 2>/dev/null
 tries=0
 while [ "$tries" -lt 300 ]; do
   for name in /sys/class/virtio-ports/*/name; do
@@ -204,7 +204,8 @@ UNITS = ("iolab-guest-run.service", "iolab-guest-service.service", "systemd-netw
 # Each unit costs ~0.1-3 s of a TCG boot.  wait-online would wait 2 minutes for a network
 # nobody needs at boot (the service retries by itself); kexec-tools' own LSB scripts would
 # load a kernel at every boot and kexec on reboot; timers, gettys and scrubbers do nothing
-# useful in a throw-away guest.
+# useful in a throw-away guest, nor do a random seed kept in an overlay that is thrown away,
+# a flush of a journal kept in memory, or utmp's runlevel records.
 MASKED = (
     "systemd-networkd-wait-online.service",
     "kexec-load.service",
@@ -219,6 +220,9 @@ MASKED = (
     "fstrim.timer",
     "systemd-tmpfiles-clean.timer",
     "systemd-update-utmp.service",
+    "systemd-update-utmp-runlevel.service",
+    "systemd-random-seed.service",
+    "systemd-journal-flush.service",
     "systemd-binfmt.service",
     "proc-sys-fs-binfmt_misc.automount",
     "dev-hugepages.mount",

@@ -118,13 +118,19 @@ def _host_toml(
 
 def service_script(nonce: str, command: str) -> str:
     """The guest's service: reports its boot, then runs `command`, output to the host.  The
-    unit's ExecStartPre has mounted the iolab source (`guest.files`, iolab-guest-mount)."""
+    unit's ExecStartPre has mounted the iolab source (`guest.files`, iolab-guest-mount).
+    Everything before `command` is bash's own (`read`, no `uname`, `cat` or `mountpoint`):
+    it sits between the service's start and the worker's, a process start each under TCG."""
     return (
         "#!/bin/bash\n"
         f"port=$({files.PORT}) || port=/dev/virtio-ports/iolab.out\n"
         'exec >>"$port" 2>&1\n'
-        'mountpoint -q /opt/iolab/src || echo "iolab: the iolab source disk is not mounted"\n'
-        f'echo "{BOOT_MARK}-{nonce} $(uname -r) $(cat /proc/sys/kernel/random/boot_id)"\n'
+        "src=\n"
+        'while read -r _ at _; do [ "$at" = /opt/iolab/src ] && src=1; done </proc/self/mounts\n'
+        '[ -n "$src" ] || echo "iolab: the iolab source disk is not mounted"\n'
+        "read -r release </proc/sys/kernel/osrelease\n"
+        "read -r boot_id </proc/sys/kernel/random/boot_id\n"
+        f'echo "{BOOT_MARK}-{nonce} $release $boot_id"\n'
         f"{command}\n"
     )
 
