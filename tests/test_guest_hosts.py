@@ -265,7 +265,7 @@ def test_the_guest_finds_its_disks_and_port_without_waiting_for_udev(tmp_path: P
     assert script.index("IOLAB-BOOT-n0nce") < script.index("exec iolab worker")
     assert files.PORT in BOOT_SCRIPT and "/opt/iolab/src" not in files.FILES["/etc/fstab"][1]
     mount, port = files.FILES[files.MOUNT][1], files.FILES[files.PORT][1]
-    assert "blkid -c /dev/null" in mount and "IOLABSRC) src=" in mount
+    assert "/sys/block/vd*/serial" in mount and "IOLABSRC) src=" in mount
     assert "modprobe -q virtio_console" in port and "/sys/class/virtio-ports" in port
     for unit in ("iolab-guest-run.service", "iolab-guest-service.service"):
         assert f"ExecStartPre={files.MOUNT}\n" in files.FILES[f"/etc/systemd/system/{unit}"][1]

@@ -86,9 +86,11 @@ def overlay(base: Path, img: Path) -> Path:
 
 def guest_disks(root: Path, directory: Path, files: dict[str, bytes]) -> tuple[Disk, ...]:
     """The three disks every guest boots with, made in `directory`: a qcow2 overlay over the
-    cached root (vda), iolab's source read-only (vdb), the command files read-only (vdc)."""
+    cached root (vda), iolab's source read-only (vdb), the command files read-only (vdc).
+    The two small ones carry their label as their serial too: the guest finds them in sysfs
+    with the shell's own reads, without a `blkid` (a process start under TCG)."""
     return (
         Disk(overlay(root, directory / "root.qcow2"), "qcow2"),
-        Disk(source_disk(directory / "src.img"), readonly=True),
-        Disk(command_disk(directory / "cmd.img", files), readonly=True),
+        Disk(source_disk(directory / "src.img"), readonly=True, serial=SOURCE_LABEL),
+        Disk(command_disk(directory / "cmd.img", files), readonly=True, serial=COMMAND_LABEL),
     )

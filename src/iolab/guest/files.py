@@ -19,43 +19,57 @@ MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonc
 
 # Neither script waits for udev: under emulation its coldplug (a modprobe per device) ends
 # seconds after the disks and the port exist, and the worker's Python start (~20 s) would
-# begin only then.  The disks are found by probing them (`blkid`), the port by sysfs.
+# begin only then.  The disks are found by their serials in sysfs, the port there too.
 _MOUNT = """\
 #!/bin/sh
 # Mounts the command disk (label IOLABCMD) at /run/iolab-cmd and the iolab source (IOLABSRC)
 # at /opt/iolab/src, read-only.  Under emulation every process is a fraction of a second of
-# the boot, so one `blkid` (no cache file: a fresh probe; a blank disk is passed over) reads
-# every virtio disk's label, and what is mounted is read from /proc, not asked of a program.
+# the boot, so the disks are found by their serial (iolab gives each its label as serial)
+# with the shell's own reads, else by one `blkid` (no cache file: a fresh probe of every
+# virtio disk), and both are mounted by one `mount`.
 set -u
 mounted() {
   while read -r _dev at _rest; do [ "$at" = "$1" ] && return 0; done </proc/self/mounts
   return 1
 }
+found() {
+  case "$1" in IOLABCMD) cmd="$2" ;; IOLABSRC) src="$2" ;; esac
+}
 cmd=""
 src=""
 tries=0
 while [ "$tries" -lt 300 ]; do
-  dev=""
-  while IFS="=" read -r key value; do
-    case "$key" in
-      DEVNAME) dev="$value" ;;
-      LABEL) case "$value" in IOLABCMD) cmd="$dev" ;; IOLABSRC) src="$dev" ;; esac ;;
-    esac
-  done <<EOF
+  for serial in /sys/block/vd*/serial; do
+    [ -r "$serial" ] || continue
+    value=""
+    read -r value <"$serial"  # no newline at its end: read says so, and sets it all the same
+    dev=${serial%/serial}
+    found "$value" "/dev/${dev##*/}"
+  done
+  [ -n "$cmd" ] && [ -n "$src" ] && break
+  if [ "$tries" -ge 5 ]; then  # disks without iolab's serials: their labels
+    dev=""
+    while IFS="=" read -r key value; do
+      case "$key" in DEVNAME) dev="$value" ;; LABEL) found "$value" "$dev" ;; esac
+    done <<EOF
 $(blkid -c /dev/null -s LABEL -o export /dev/vd[a-z] 2>/dev/null)
 EOF
-  [ -n "$cmd" ] && [ -n "$src" ] && break
+    [ -n "$cmd" ] && [ -n "$src" ] && break
+  fi
   tries=$((tries + 1))
   sleep 0.2
 done
-mount_at() {
-  [ -d "$2" ] || mkdir -p "$2"
-  mounted "$2" || mount -o ro "$1" "$2" || mounted "$2"
-}
-[ -n "$cmd" ] && mount_at "$cmd" /run/iolab-cmd || exit 1
-if [ -z "$src" ] || ! mount_at "$src" /opt/iolab/src; then
-  echo "iolab: no iolab source disk (IOLABSRC)" >&2
+fstab=/run/iolab-guest.fstab
+: >"$fstab"
+if [ -n "$cmd" ] && ! mounted /run/iolab-cmd; then
+  echo "$cmd /run/iolab-cmd ext4 ro,X-mount.mkdir 0 0" >>"$fstab"
 fi
+if [ -n "$src" ] && ! mounted /opt/iolab/src; then
+  echo "$src /opt/iolab/src ext4 ro,X-mount.mkdir 0 0" >>"$fstab"
+fi
+[ -s "$fstab" ] && mount -a -T "$fstab"
+mounted /run/iolab-cmd || exit 1
+mounted /opt/iolab/src || echo "iolab: no iolab source disk (IOLABSRC)" >&2
 exit 0
 """
 

@@ -119,11 +119,17 @@ def _host_toml(
 def service_script(nonce: str, command: str) -> str:
     """The guest's service: reports its boot, then runs `command`, output to the host.  The
     unit's ExecStartPre has mounted the iolab source (`guest.files`, iolab-guest-mount).
-    Everything before `command` is bash's own (`read`, no `uname`, `cat` or `mountpoint`):
-    it sits between the service's start and the worker's, a process start each under TCG."""
+    Everything before `command` is bash's own when the port is there (`read`, no `uname`,
+    `cat`, `mountpoint` or port script): it sits between the service's start and the
+    worker's, and each process start is a fraction of a second under TCG."""
     return (
         "#!/bin/bash\n"
-        f"port=$({files.PORT}) || port=/dev/virtio-ports/iolab.out\n"
+        "port=\n"
+        "for name in /sys/class/virtio-ports/*/name; do\n"
+        '  [ -r "$name" ] && read -r n <"$name" && [ "$n" = iolab.out ] && port=${name%/name}\n'
+        "done\n"
+        '[ -n "$port" ] && port=/dev/${port##*/}\n'
+        f'[ -c "$port" ] || port=$({files.PORT}) || port=/dev/virtio-ports/iolab.out\n'
         'exec >>"$port" 2>&1\n'
         "src=\n"
         'while read -r _ at _; do [ "$at" = /opt/iolab/src ] && src=1; done </proc/self/mounts\n'

@@ -35,6 +35,7 @@ class Disk:
     path: Path
     format: str = "raw"
     readonly: bool = False
+    serial: str = ""  # the guest reads it in /sys/block/vdX/serial (at most 20 characters)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class VmSpec:
             "kernel": str(self.kernel),
             "initrd": str(self.initrd),
             "cmdline": self.cmdline,
-            "disks": [[str(d.path), d.format, d.readonly] for d in self.disks],
+            "disks": [[str(d.path), d.format, d.readonly, d.serial] for d in self.disks],
             "out": str(self.out),
             "console": str(self.console),
             "pidfile": str(self.pidfile),
@@ -97,7 +98,10 @@ class VmSpec:
                 kernel=Path(raw["kernel"]),
                 initrd=Path(raw["initrd"]),
                 cmdline=str(raw["cmdline"]),
-                disks=tuple(Disk(Path(p), str(f), bool(ro)) for p, f, ro in raw["disks"]),
+                disks=tuple(
+                    Disk(Path(d[0]), str(d[1]), bool(d[2]), str(d[3]) if len(d) > 3 else "")
+                    for d in raw["disks"]
+                ),
                 out=Path(raw["out"]),
                 console=Path(raw["console"]),
                 pidfile=Path(raw["pidfile"]),
@@ -153,9 +157,13 @@ class VmSpec:
             "-pidfile",
             str(self.pidfile),
         ]
-        for disk in self.disks:
+        # each disk a virtio-blk device of its own, in order (vda, vdb, …): a serial is the
+        # device's, not the drive's, in the QEMU of Debian 12
+        for i, disk in enumerate(self.disks):
             ro = ",readonly=on" if disk.readonly else ""
-            argv += ["-drive", f"file={disk.path},if=virtio,format={disk.format}{ro}"]
+            serial = f",serial={disk.serial}" if disk.serial else ""
+            argv += ["-drive", f"file={disk.path},if=none,id=disk{i},format={disk.format}{ro}"]
+            argv += ["-device", f"virtio-blk-pci,drive=disk{i}{serial}"]
         if self.reboot_exits:
             argv.append("-no-reboot")
         if self.icount_shift is not None:
