@@ -205,6 +205,21 @@ def test_a_guest_qemu_paused_on_a_kvm_error_is_seen(tmp_path: Path) -> None:
     assert vm.halted(log) == "KVM internal error. Suberror: 1"
 
 
+def test_qemus_last_words_say_why_it_ended(tmp_path: Path) -> None:
+    """A QEMU that refuses to start says why in its log's last line; `guest up` prints it
+    (the guest's directory is removed after)."""
+    log = tmp_path / "qemu.log"
+    assert vm.last_words(log) is None
+    log.write_text("")
+    assert vm.last_words(log) is None
+    argv = ["qemu-system-x86_64", "-machine", "none", "-display", "none"]
+    argv += ["-drive", f"file={tmp_path / 'missing.img'},if=none,format=raw"]
+    with log.open("w") as out:
+        subprocess.run(argv, stdout=out, stderr=out, timeout=60, check=False)
+    said = vm.last_words(log) or ""
+    assert "missing.img" in said and "No such file or directory" in said
+
+
 def test_a_run_whose_qemu_paused_ends_at_once(tmp_path: Path) -> None:
     # a process that would outlive the test's patience stands in for the paused QEMU: the
     # wait ends on the log's line, not on the run's timeout

@@ -255,6 +255,39 @@ def test_bisect_over_releases_here_hands_over_its_boots(
     assert not unit_files(box, 1)
 
 
+def test_the_lab_is_undone_before_the_boot_is_fired(
+    box: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per-switch, a block's first sample runs on this kernel and its second asks for a
+    boot: the lab session is closed (its journal gone, its loop images deleted) before the
+    boot is fired, so a direct kexec a second later cuts no undo and writes none of the
+    images out.  In process, the boot's `fire` replaced by a look at the journals."""
+    from click.testing import CliRunner
+
+    from iolab.cli.main import cli
+    from iolab.kernels import order, switch
+    from iolab.lab.journal import leftovers
+
+    seed = next(s for s in range(1000) if order.paired_block_order(s, 1, 2) == [0, 1])
+    plan = tmp_path / "half.yaml"
+    plan.write_text(PLAN.replace("kpis:", f"reboot: per-switch\nseed: {seed}\nkpis:"))
+    for key, value in box.items():
+        monkeypatch.setenv(key, value)
+    journals = Path(box["IOLAB_JOURNAL_DIR"])
+    at_fire: list[list[str]] = []
+
+    def fire(commands: object, delay_s: float = 1.0, stamp: Path | None = None) -> None:
+        at_fire.append([str(left.path) for left in leftovers(journals)])
+
+    monkeypatch.setattr(switch, "fire", fire)
+    result = CliRunner().invoke(cli, ["ab", str(plan), "--here", "--max-blocks", "2"])
+    assert result.exit_code == 0, result.output
+    assert at_fire == [[]]  # fired once, with no lab journal left open
+    out = iolab(box, "results", "--run", "1", "--json")
+    assert [s["variant"] for s in json.loads(out.stdout)] == ["old"]  # measured before it
+    # (no `iolab cancel`: this test's own process owns the run, and would get its SIGTERM)
+
+
 def test_a_block_left_half_done_by_a_boot_is_finished_not_replayed(
     box: dict[str, str], tmp_path: Path
 ) -> None:

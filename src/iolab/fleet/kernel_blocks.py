@@ -76,6 +76,11 @@ def run(
                 leases.end(store, attempt_id, "wrong_kernel", judged.reason)
                 return f"{job.title}: wrong_kernel: {judged.reason}"
             if _needs_boot(plan, case, judged, mine):
+                if session is not None:
+                    # the lab undone before the boot is fired: its images deleted before the
+                    # jump's `sync` (nothing of them written out), no undo cut by the jump
+                    session, open_session = None, session
+                    open_session.close()
                 return _boot(config, store, job, attempt_id, case, position)
             if mine and judged.request is not None:
                 switch.answered(judged.request, judged.boot.boot_id)

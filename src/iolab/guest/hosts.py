@@ -283,7 +283,8 @@ def _wait_booted(name: str, pid: int, wait_s: float) -> GuestHost:
         if host.boots or wait_s <= 0:
             return host
         if not host.alive:
-            tail = _console_tail(host.path)
+            said = vm.last_words(host.path / "qemu.log")
+            tail = (f": {said}" if said else "") + _console_tail(host.path)
             down(name)
             raise LabError(f"guest {name}: QEMU ended before the guest booted{tail}")
         stopped = vm.halted(host.path / "qemu.log")

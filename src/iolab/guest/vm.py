@@ -219,6 +219,20 @@ def halted(log: Path) -> str | None:
     return None
 
 
+def last_words(log: Path) -> str | None:
+    """QEMU's last line in its log (its reason, when it refused to start: a bad option, a
+    missing file), else None."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines()]
+    except OSError:
+        return None
+    said = [ln for ln in lines if ln]
+    if not said:
+        return None
+    last = said[-1]  # QEMU puts its reason last, after the option it quotes
+    return last if len(last) <= 200 else "…" + last[-200:]
+
+
 def kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL QEMU's whole session (socat helpers included) and reap it."""
     if proc.poll() is None:
