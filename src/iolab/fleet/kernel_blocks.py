@@ -79,7 +79,8 @@ def run(
                 if session is not None:
                     # the lab undone before the boot is fired: its images deleted before the
                     # jump's `sync` (nothing of them written out), no undo cut by the jump
-                    session, open_session = None, session
+                    open_session: LabSession = session
+                    session = None
                     open_session.close()
                 return _boot(config, store, job, attempt_id, case, position)
             if mine and judged.request is not None:
