@@ -11,6 +11,7 @@ import click
 from iolab.cli.options import COMMA_LIST, DURATION, store_location
 from iolab.errors import IolabError
 from iolab.guest.vm import ICOUNT_MAX_SHIFT
+from iolab.kernels.hooks import KEXEC_MODES
 from iolab.textsafe import shown
 
 
@@ -188,10 +189,10 @@ def run(
 )
 @click.option(
     "--kexec",
-    type=click.Choice(["direct", "systemd"]),
+    type=click.Choice(KEXEC_MODES),
     default="direct",
     show_default=True,
-    help="How a kernel switch ends the guest: sync and kexec -e, or systemctl kexec.",
+    help="How a kernel switch ends the guest: systemctl kexec, or direct: sync, kexec -e.",
 )
 @click.pass_context
 def up(
