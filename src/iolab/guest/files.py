@@ -14,6 +14,7 @@ put on the venv's path by a .pth file.  The kernel command line picks the mode:
 from __future__ import annotations
 
 import hashlib
+import textwrap
 
 MARK = "IOLAB"  # the run script's markers: IOLAB-BOOT-<nonce>, IOLAB-EXIT-<nonce>, ...
 
@@ -73,27 +74,37 @@ mounted /opt/iolab/src || echo "iolab: no iolab source disk (IOLABSRC)" >&2
 exit 0
 """
 
+# Sets `dev` to the virtio port iolab.out's device when sysfs has it (else empty), with the
+# shell's own reads: the port script below, and the service's script before it (hosts.py).
+PORT_IN_SYSFS = """\
+dev=""
+for name in /sys/class/virtio-ports/*/name; do
+  [ -r "$name" ] && read -r value <"$name" && [ "$value" = iolab.out ] || continue
+  dir=${name%/name}
+  dev=/dev/${dir##*/}
+done
+"""
+
 # Prints the virtio port iolab.out's device, waiting for it (1 if it never comes): its
-# driver loaded now rather than by udev's coldplug, the port found in sysfs.
-_PORT = """\
+# driver loaded now rather than by udev's coldplug (unless loaded already), the port found
+# in sysfs.
+_PORT = (
+    """\
 #!/bin/sh
 [ -d /sys/class/virtio-ports ] || modprobe -q virtio_console 2>/dev/null
 tries=0
 while [ "$tries" -lt 300 ]; do
-  for name in /sys/class/virtio-ports/*/name; do
-    [ -r "$name" ] && read -r port <"$name" || continue
-    if [ "$port" = iolab.out ]; then
-      dir=${name%/name}
-      dev=/dev/${dir##*/}
-      [ -c "$dev" ] && echo "$dev" && exit 0
-    fi
-  done
+"""
+    + textwrap.indent(PORT_IN_SYSFS, "  ")
+    + """\
+  [ -c "$dev" ] && echo "$dev" && exit 0
   [ -e /dev/virtio-ports/iolab.out ] && echo /dev/virtio-ports/iolab.out && exit 0
   tries=$((tries + 1))
   sleep 0.2
 done
 exit 1
 """
+)
 MOUNT = "/usr/local/sbin/iolab-guest-mount"
 PORT = "/usr/local/sbin/iolab-guest-port"
 

@@ -106,8 +106,12 @@ def _host_toml(
     guest's root is a throw-away overlay).  Its power cycle is the controller's (`iolab guest
     power-cycle NAME`, iolab.fleet.power), not the guest's."""
     table = dict(hooks or {})
-    lines = [f'name = "{name}"', f'class = "{host_class}"', "allow_commands = false"]
-    lines.append(f'kexec = "{kexec}"')
+    lines = [
+        f'name = "{name}"',
+        f'class = "{host_class}"',
+        "allow_commands = false",
+        f'kexec = "{kexec}"',
+    ]
     hb = os.environ.get("IOLAB_FLEET_HEARTBEAT_S")
     if hb:
         lines.append(f"heartbeat_s = {float(hb)!r}")
@@ -124,11 +128,8 @@ def service_script(nonce: str, command: str) -> str:
     worker's, and each process start is a fraction of a second under TCG."""
     return (
         "#!/bin/bash\n"
-        "port=\n"
-        "for name in /sys/class/virtio-ports/*/name; do\n"
-        '  [ -r "$name" ] && read -r n <"$name" && [ "$n" = iolab.out ] && port=${name%/name}\n'
-        "done\n"
-        '[ -n "$port" ] && port=/dev/${port##*/}\n'
+        f"{files.PORT_IN_SYSFS}"
+        "port=$dev\n"
         f'[ -c "$port" ] || port=$({files.PORT}) || port=/dev/virtio-ports/iolab.out\n'
         'exec >>"$port" 2>&1\n'
         "src=\n"
