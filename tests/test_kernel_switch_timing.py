@@ -142,6 +142,32 @@ def test_the_worker_undoes_a_killed_processs_changes_in_its_own_process(
     assert "cleanup" not in default_command("g1", "c")  # the guest starts the worker only
 
 
+def test_a_process_to_end_is_gone_before_the_boot_commands_run(tmp_path: Path) -> None:
+    """With `end`, the boot's shell kills that process (a worker before a direct jump, its
+    connections closed by its exit) and runs the commands only once it is gone."""
+    import subprocess
+    import threading
+
+    from iolab.kernels import switch
+
+    victim = subprocess.Popen(["sleep", "1000"])
+    reaper = threading.Thread(target=victim.wait)  # what systemd does for a worker
+    reaper.start()
+    ran = tmp_path / "ran"
+    gone = f"! kill -0 {victim.pid} 2>/dev/null && touch {ran}"
+    try:
+        switch.fire([["sh", "-c", gone]], delay_s=0, end=victim.pid)
+        reaper.join(timeout=30)
+        deadline = time.monotonic() + 30
+        while not ran.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        victim.kill()
+        reaper.join()
+    assert victim.returncode == -9
+    assert ran.exists()  # the command saw no such process
+
+
 def test_the_boot_is_fired_by_a_shell_in_order_and_stops_at_a_failure(tmp_path: Path) -> None:
     """`switch.fire` runs the boot commands in a session of its own (no systemd here), one
     after the other, each word as given (no shell reads a placeholder's value), and none
@@ -168,3 +194,39 @@ def test_the_boot_is_fired_by_a_shell_in_order_and_stops_at_a_failure(tmp_path: 
     # the commands' start, stamped before the first of them ran
     fired = float(stamp.read_text())
     assert began - 1 <= fired <= odd.stat().st_mtime + 0.01
+
+
+NICENESS = """
+import os, sys, threading, time
+from iolab.fleet.service import default_priority
+stop = threading.Event()
+early = threading.Thread(target=stop.wait)  # a thread started before the worker is ready
+early.start()
+before = sorted(os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task"))
+default_priority()
+later = []
+threading.Thread(target=lambda: later.append(os.getpriority(os.PRIO_PROCESS, 0))).start()
+time.sleep(0.2)
+after = sorted(os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task"))
+stop.set()
+print(before, after, later)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a negative niceness needs root")
+@pytest.mark.parametrize(("started", "expected"), [(-10, 0), (5, 5)])
+def test_a_worker_started_at_a_raised_priority_measures_at_the_default_one(
+    started: int, expected: int
+) -> None:
+    """A guest's unit starts the worker at Nice=-10; once ready, every thread of it is back
+    at 0 (fio inherits the niceness of the thread that starts it), threads started later
+    too.  A worker started at a lowered priority keeps it."""
+    out = subprocess.run(
+        ["nice", "-n", str(started), sys.executable, "-c", NICENESS],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("] [")
+    assert out[0] == f"[{started}, {started}"
+    assert out[1] == f"{expected}, {expected}"
+    assert out[2].strip() == f"{expected}]"

@@ -276,7 +276,10 @@ def test_the_lab_is_undone_before_the_boot_is_fired(
     journals = Path(box["IOLAB_JOURNAL_DIR"])
     at_fire: list[list[str]] = []
 
-    def fire(commands: object, delay_s: float = 1.0, stamp: Path | None = None) -> None:
+    def fire(
+        commands: object, delay_s: float = 1.0, stamp: Path | None = None, end: int | None = None
+    ) -> None:
+        assert end is None  # the box's own process ends by itself: it is never killed
         at_fire.append([str(left.path) for left in leftovers(journals)])
 
     monkeypatch.setattr(switch, "fire", fire)

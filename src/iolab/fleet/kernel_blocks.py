@@ -57,9 +57,13 @@ def run(
     attempt_id: int,
     plan: Plan,
     chosen: Sequence[Case] = (),
+    worker_pid: int | None = None,
 ) -> str:
     """Go as far through the block (its `chosen` cases, default all) as this boot allows,
-    on the host `config` describes, its lease watched through `lost`; what became of it."""
+    on the host `config` describes, its lease watched through `lost`; what became of it.
+    `worker_pid`, a fleet worker's own process, is ended before a direct jump (its
+    connections closed: `switch.fire`); a process that ends by itself (`ab --here`) is not
+    given."""
     cases = list(chosen) or list(plan.cases)
     order = paired_block_order(job.seed, job.block, len(cases))
     done = store.done_keys(job.run_id)
@@ -82,7 +86,7 @@ def run(
                     open_session: LabSession = session
                     session = None
                     open_session.close()
-                return _boot(config, store, job, attempt_id, case, position)
+                return _boot(config, store, job, attempt_id, case, position, worker_pid)
             if mine and judged.request is not None:
                 switch.answered(judged.request, judged.boot.boot_id)
             if session is None:
@@ -150,7 +154,13 @@ def _needs_boot(plan: Plan, case: Case, judged: switch.Judged, mine: bool) -> bo
 
 
 def _boot(
-    config: HostConfig, store: Store, job: Job, attempt_id: int, case: Case, position: int
+    config: HostConfig,
+    store: Store,
+    job: Job,
+    attempt_id: int,
+    case: Case,
+    position: int,
+    worker_pid: int | None = None,
 ) -> str:
     release = case.kernel or boot.current().release
     from iolab.kernels import artifacts
@@ -169,7 +179,9 @@ def _boot(
     if not leases.begin_boot(store, attempt_id, release, req.from_boot_id):
         switch.clear()
         return f"{job.title}: the lease ended; not booting"
-    switch.fire(commands, stamp=switch.fired_path())
+    # `systemctl kexec` (or a boot hook) stops the worker; a direct jump stops nothing
+    direct = config.kexec == "direct" and "boot" not in config.hooks
+    switch.fire(commands, stamp=switch.fired_path(), end=worker_pid if direct else None)
     log.info("%s: booting %s for position %d", job.title, release, position)
     return f"{job.title}: booting {release}"
 

@@ -84,6 +84,7 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
 
     def ready(**_: object) -> None:
         timing.mark("worker_ready")
+        default_priority()  # before the first block, and before the thread below
         timing.prefetch_systemd_marks()
         stop_at_once_when_idle(config, store, beat)
 
@@ -114,6 +115,24 @@ def run_worker(config: HostConfig, store: Store, broker: str) -> int:
         with contextlib.suppress(IolabError):
             leases.set_host_state(store, config.name, "offline", "worker stopped")
     return int(worker.exitcode or 0)
+
+
+def default_priority() -> None:
+    """A worker started at a raised priority measures at the default one: every thread of
+    it with a negative niceness is set back to 0 once it is ready, before its first block
+    (fio inherits the niceness of the thread that starts it, and a sample must not depend
+    on how its worker was started).  A guest's unit starts the worker at `Nice=-10`, so that
+    its start wins the CPUs from the rest of the boot: under emulation that start is seconds
+    of every kernel switch.  A worker started below the default (a positive niceness) is
+    left as it is."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]  # no /proc: the calling thread only
+    for tid in tids:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            if os.getpriority(os.PRIO_PROCESS, tid) < 0:
+                os.setpriority(os.PRIO_PROCESS, tid, 0)
 
 
 def stop_at_once_when_idle(config: HostConfig, store: Store, beat: Beat) -> None:

@@ -250,7 +250,14 @@ class Worker:
         one, so a failure here ends the attempt and a new one goes on from the store."""
         try:
             return kernel_blocks.run(
-                self.config, self.store, self.beat.lost, job, attempt_id, plan, chosen
+                self.config,
+                self.store,
+                self.beat.lost,
+                job,
+                attempt_id,
+                plan,
+                chosen,
+                worker_pid=os.getpid(),  # the solo pool: the task runs in the worker itself
             )
         except Exception as exc:
             return self._failed(job, attempt_id, exc)

@@ -172,8 +172,14 @@ def prepare(
     return req, commands
 
 
+END_WAIT_S = 2.0  # how long the boot waits for the process it ended to be gone
+
+
 def fire(
-    commands: Sequence[Sequence[str]], delay_s: float = 1.0, stamp: Path | None = None
+    commands: Sequence[Sequence[str]],
+    delay_s: float = 1.0,
+    stamp: Path | None = None,
+    end: int | None = None,
 ) -> None:
     """Start the boot outside this process, after `delay_s` (time for the task to end and
     its message to be acknowledged): through `systemd-run` when systemd runs the machine
@@ -181,13 +187,25 @@ def fire(
     A shell runs them, not a second Python: under emulation a Python's start is seconds of
     the switch.  `stamp` gets the wall-clock time the commands start (the switch's cost is
     also counted from there: `systemctl kexec` on); a stamp that cannot be written, or that
-    a brutal jump loses, only leaves that figure out."""
+    a brutal jump loses, only leaves that figure out.
+
+    `end` is a process killed (SIGKILL) before the commands, and waited for (at most
+    `END_WAIT_S`): a worker's, before a direct jump that stops no service.  Its exit closes
+    its connections while the network is up; left open, the controller's side of each
+    (a PostgreSQL backend, a forwarder) would outlive the boot, one more per switch."""
     import shlex
     import shutil
 
     script = f"sleep {delay_s:g}; "
     if stamp is not None:
         script += f"date +%s.%N > {shlex.quote(str(stamp))} 2>/dev/null; "
+    if end is not None:
+        tries = int(END_WAIT_S / 0.05)
+        script += (
+            f"kill -KILL {end:d} 2>/dev/null; i=0; "
+            f"while kill -0 {end:d} 2>/dev/null && [ $i -lt {tries} ]; "
+            "do sleep 0.05; i=$((i+1)); done; "
+        )
     script += " && ".join(shlex.join(c) for c in commands)
     argv = ["/bin/sh", "-c", script]
     if shutil.which("systemd-run") and Path("/run/systemd/system").is_dir():
