@@ -102,6 +102,9 @@ def test_parts_split_the_switch_and_the_total_runs_to_the_sample() -> None:
         "multi_user": 15.0,
         "total": 34.0,
     }
+    # the task's claim and checks, marked by a fleet worker: a part within the task's way
+    checked = timing.parts({**stamps, "checked_s": 26.1})
+    assert checked["of which claim and checks"] == 0.6 and checked["task to sample"] == 1.5
     # a stamp missing (no systemd): its parts are left out, not guessed
     partial = {k: v for k, v in stamps.items() if k != "multi_user_s"}
     assert "systemd to multi-user" not in timing.parts(partial)

@@ -222,6 +222,7 @@ class Worker:
     def _run(self, job: Job, attempt_id: int) -> str:
         try:
             plan = check_on_host(self.config, job)
+            timing.mark("task_checked")  # the first task of this boot: a switch's part
         except (RefusedError, PlanError) as exc:
             return self._end(attempt_id, "refused", exc.message, job)
         except IolabError as exc:  # a tool missing here, no room for the images: not this host

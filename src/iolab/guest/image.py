@@ -180,6 +180,7 @@ def _customize_script(overlay: Path, wheelhouse: Path) -> str:
     units = " ".join(files.UNITS)
     masked = " ".join(files.MASKED)
     disabled = " ".join(files.DISABLED)
+    generators = " ".join(files.GENERATORS_OFF)
     return f"""#!/bin/bash
 # mmdebstrap's customize hook: $1 is the new root.  Commands in it run with an empty
 # environment: nothing of this machine's pip or locale settings reaches the guest.
@@ -202,6 +203,8 @@ cp -a "$root{files.INITRAMFS_POSTINST_WRAPPER}" "$root{files.INITRAMFS_POSTINST}
 in_root systemctl enable {units}
 in_root systemctl mask {masked}
 in_root systemctl disable {disabled}
+mkdir -p "$root/etc/systemd/system-generators"
+for g in {generators}; do ln -sf /dev/null "$root/etc/systemd/system-generators/$g"; done
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
 """
 

@@ -133,6 +133,7 @@ def stamps(
         "worker_main_s": _MARKS.get("worker_main"),
         "worker_ready_s": _MARKS.get("worker_ready"),
         "task_s": _MARKS.get("task", now),
+        "checked_s": _MARKS.get("task_checked"),
         "measure_s": now,
     }
     return {k: round(v, 3) for k, v in found.items() if v is not None}
@@ -148,6 +149,8 @@ PARTS = (
     ("worker connects", "worker_main_s", "worker_ready_s"),
     ("controller sends the block", "worker_ready_s", "task_s"),
     ("task to sample", "task_s", "measure_s"),
+    # within the task's way: its lease claimed, the plan read and checked on the host
+    ("of which claim and checks", "task_s", "checked_s"),
 )
 
 
