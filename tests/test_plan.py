@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,39 @@ def test_device_target_and_count_inference(tmp_path: Path) -> None:
         3,
         ("/dev/vdb", "/dev/vdc", "/dev/vdd"),
     )
+
+
+def test_what_fio_accepted_is_remembered_for_that_fio_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job text this fio accepted is not checked again by a new process (a worker after
+    each kernel switch): a file beside no other says so.  A rejected text is checked every
+    time, and another fio binary (an upgrade, a rebuild) checks for itself.  A stand-in
+    that counts its starts and runs the real fio."""
+    real = shutil.which("fio")
+    assert real is not None
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    starts = tmp_path / "starts"
+    wrapper = bindir / "fio"
+    wrapper.write_text(f'#!/bin/sh\necho x >> {starts}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setenv("IOLAB_FIO_CHECKS", str(tmp_path / "accepted"))
+
+    def check(text: str) -> str | None:
+        check_job.cache_clear()  # a new process: only the disk remembers
+        return check_job(text)
+
+    def count() -> int:
+        return len(starts.read_text().splitlines()) if starts.exists() else 0
+
+    good = "[j]\nfilename={dev}\nrw=randwrite\nbs=8k\n# remembered\n"
+    assert check(good) is None and count() == 1
+    assert check(good) is None and count() == 1  # remembered: no fio started
+    assert len(list((tmp_path / "accepted").iterdir())) == 1
+    bad = "[j]\nfilename={dev}\nrw=sideways\n"
+    assert "rw=sideways" in (check(bad) or "") and count() == 2
+    assert "rw=sideways" in (check(bad) or "") and count() == 3  # never remembered
+    wrapper.write_text(wrapper.read_text() + "# rebuilt\n")  # another binary
+    assert check(good) is None and count() == 4

@@ -192,7 +192,8 @@ def run(
     type=click.Choice(KEXEC_MODES),
     default="direct",
     show_default=True,
-    help="How a kernel switch ends the guest: systemctl kexec, or direct: sync, kexec -e.",
+    help="How a kernel switch ends the guest: systemctl kexec, or direct: the worker "
+    "ended, sync, kexec -e.",
 )
 @click.pass_context
 def up(

@@ -15,7 +15,8 @@ TOML (stdlib `tomllib`), e.g.::
     heartbeat_s = 20                 # lease and host heartbeat interval
     visibility_timeout_s = 43200     # Redis visibility timeout; above the longest block
     kexec = "systemd"                # how a kernel switch ends this system: "systemd"
-                                     # (systemctl kexec) or "direct" (sync, kexec -e)
+                                     # (systemctl kexec) or "direct" (the worker
+                                     # ended, sync, kexec -e)
 
     [hooks]                          # argument lists this host runs (iolab.kernels.hooks)
     boot = ["/usr/local/sbin/boot-kernel", "{kernel}"]

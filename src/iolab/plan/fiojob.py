@@ -3,16 +3,23 @@
 An override applies to every job: it replaces the option wherever a section sets it and is
 set in [global] (a [global] section is added at the top when the file has none).  A null
 override removes the option everywhere.  `check_job` runs `fio --parse-only`, which reads the
-job file with fio's own option parser without doing I/O (about 10 ms).
+job file with fio's own option parser without doing I/O (about 10 ms).  What a fio accepted
+is remembered on disk (`accepted_dir`) for that very binary: a worker checks its block's plan
+again after every kernel switch, and under emulation each fio start is over half a second
+of the switch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
 import shutil
 import subprocess
 from collections.abc import Mapping
 from functools import lru_cache
+from pathlib import Path
 
 from iolab.errors import LabError
 from iolab.plan.placeholders import device_index, fill_commit, names_in, render_text
@@ -69,12 +76,33 @@ def fio_available() -> bool:
 CHECK_TIMEOUT_S = 300
 
 
+def accepted_dir() -> Path:
+    """Where the job texts a fio accepted are remembered across processes and boots, one
+    empty file each: $IOLAB_FIO_CHECKS, else /var/cache/iolab/fio-checks."""
+    return Path(os.environ.get("IOLAB_FIO_CHECKS") or "/var/cache/iolab/fio-checks")
+
+
+def _accepted(fio: str, rendered: str) -> Path | None:
+    """The file that says this fio binary accepted `rendered`: named by a hash of the binary
+    (path, inode, size, modification time: an upgrade or a rebuild is another fio), the CPU
+    count (fio checks CPU lists against it) and the text.  None when fio cannot be looked at.
+    Only acceptances are kept: a rejected job is checked again each time."""
+    try:
+        st = os.stat(fio)
+    except OSError:
+        return None
+    ident = f"{os.path.realpath(fio)}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
+    key = f"{ident}\0{os.cpu_count()}\0{rendered}".encode()
+    return accepted_dir() / hashlib.sha256(key).hexdigest()
+
+
 @lru_cache(maxsize=256)
 def check_job(text: str) -> str | None:
     """fio's complaint about the job text (placeholders filled with dummy paths), or None.
 
-    Returns None without checking when fio is not installed; the lab fails later then.  A
-    LabError when fio does not answer within CHECK_TIMEOUT_S.
+    Returns None without checking when fio is not installed; the lab fails later then, and
+    when this fio binary accepted the same text before (`accepted_dir`).  A LabError when fio
+    does not answer within CHECK_TIMEOUT_S.
     """
     fio = shutil.which("fio")
     if fio is None:
@@ -88,6 +116,9 @@ def check_job(text: str) -> str | None:
         rendered = render_text(commit, mounts, devices, f"{base}/work")
     except KeyError as e:
         return f"unknown placeholder {{{e.args[0]}}}"
+    accepted = _accepted(fio, rendered)
+    if accepted is not None and accepted.exists():
+        return None
     # a clock source named skips fio's start-up test of the CPU clock across CPUs (half
     # of a check's CPU, 65 ms here); parsing does not time anything
     try:
@@ -106,6 +137,10 @@ def check_job(text: str) -> str | None:
             "overloaded?)"
         ) from None
     if proc.returncode == 0:
+        if accepted is not None:
+            with contextlib.suppress(OSError):  # not remembered: checked again next time
+                accepted.parent.mkdir(parents=True, exist_ok=True)
+                accepted.touch()
         return None
     lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines()]
     noise = ("dropped", "valid values")
