@@ -129,10 +129,15 @@ def default_priority() -> None:
         tids = [int(t) for t in os.listdir("/proc/self/task")]
     except OSError:
         tids = [0]  # no /proc: the calling thread only
+    raised = 0
     for tid in tids:
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
-            if os.getpriority(os.PRIO_PROCESS, tid) < 0:
+            niceness = os.getpriority(os.PRIO_PROCESS, tid)
+            if niceness < 0:
                 os.setpriority(os.PRIO_PROCESS, tid, 0)
+                raised = niceness
+    if raised:
+        log.info("started at niceness %d; measuring at 0", raised)
 
 
 def stop_at_once_when_idle(config: HostConfig, store: Store, beat: Beat) -> None:
