@@ -28,7 +28,7 @@ from iolab.stats.maxt import JointResult, joint_maxt
 from iolab.stats.multiple import adjust, graphical, graphical_holm
 from iolab.stats.summary import sample_sd, summarize
 from iolab.stats.types import Comparison, Correction, MetricComparison, MetricInput, Summary
-from iolab.stats.verdict import decide, runs_needed
+from iolab.stats.verdict import decide, min_reachable_n, runs_needed
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MARGIN_PCT = 1.0
@@ -77,13 +77,6 @@ def _paired(
 def _min_n_unpaired(alpha: float) -> int:
     n = 1
     while min_p_unpaired(n, n) > alpha:
-        n += 1
-    return n
-
-
-def _min_n_paired(alpha: float) -> int:
-    n = 1
-    while min_p_paired(n) > alpha:
         n += 1
     return n
 
@@ -194,7 +187,8 @@ def _prepare(item: MetricInput, alpha: float, margin_pct: float) -> _Prepared:
         if min_p > alpha:
             warnings.append(
                 f"{d.size} pairs can never reach p <= {alpha:g} "
-                f"(smallest possible p {min_p:.2g}); need >= {_min_n_paired(alpha)} pairs"
+                f"(smallest possible p {min_p:.2g}); "
+                f"need >= {min_reachable_n(alpha, paired=True)} pairs"
             )
     else:
         breakpoints = sh.unpaired_breakpoints(xa, xb)
