@@ -227,13 +227,3 @@ def _du_bytes(path: Path) -> int:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
     return total
-
-
-def remove_stale(keep: str) -> list[str]:
-    """Remove cached images other than `keep` (their keys): what `iolab guest prune` does."""
-    removed = []
-    for entry in cache_root().iterdir() if cache_root().is_dir() else []:
-        if entry.is_dir() and not entry.name.startswith(".") and entry.name != keep:
-            shutil.rmtree(entry)
-            removed.append(entry.name)
-    return removed
