@@ -250,6 +250,10 @@ def test_a_direct_kexec_writes_everything_out_and_jumps(
     ]
     assert hooks.boot_commands({}, target, "direct")[1:] == [["sync"], ["kexec", "-e"]]
     assert hooks.boot_commands({"boot": ("/b", "{kernel}")}, target, "direct") == [["/b", REL]]
+    # only the built-in direct jump has the worker ended by the boot's shell first
+    assert hooks.jumps_directly({}, "direct")
+    assert not hooks.jumps_directly({}, "systemd")
+    assert not hooks.jumps_directly({"boot": ("/b",)}, "direct")
 
 
 def test_a_built_kernel_is_fetched_and_installed_only_while_missing(

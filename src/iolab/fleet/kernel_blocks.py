@@ -33,7 +33,7 @@ from pathlib import Path
 from iolab.fleet.config import HostConfig
 from iolab.fleet.job import Job
 from iolab.fleet.sinks import BootStampedSink
-from iolab.kernels import boot, switch, timing
+from iolab.kernels import boot, hooks, switch, timing
 from iolab.kernels.order import paired_block_order
 from iolab.lab.runner import LabSession, SampleFailed, case_key
 from iolab.plan.model import Case, Plan
@@ -180,7 +180,7 @@ def _boot(
         switch.clear()
         return f"{job.title}: the lease ended; not booting"
     # `systemctl kexec` (or a boot hook) stops the worker; a direct jump stops nothing
-    direct = config.kexec == "direct" and "boot" not in config.hooks
+    direct = hooks.jumps_directly(config.hooks, config.kexec)
     switch.fire(commands, stamp=switch.fired_path(), end=worker_pid if direct else None)
     log.info("%s: booting %s for position %d", job.title, release, position)
     return f"{job.title}: booting {release}"

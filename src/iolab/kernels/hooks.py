@@ -106,6 +106,13 @@ def default_boot(target: Target, kexec: str = "systemd") -> list[list[str]]:
     return [load, ["systemctl", "kexec"]]
 
 
+def jumps_directly(hooks: Mapping[str, Sequence[str]], kexec: str) -> bool:
+    """Whether a switch's boot is the built-in direct jump (`sync`, `kexec -e`): no boot
+    hook, and `kexec = "direct"`.  Nothing is stopped on the way, so what must end before
+    it (a worker and its connections) is ended by the boot's own shell (`switch.fire`)."""
+    return "boot" not in hooks and kexec == "direct"
+
+
 def boot_commands(
     hooks: Mapping[str, Sequence[str]], target: Target, kexec: str = "systemd"
 ) -> list[list[str]]:
